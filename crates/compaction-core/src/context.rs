@@ -1,0 +1,152 @@
+//! Subsumption and prompt assembly (spec section 6): which summary is live and what the
+//! coordinator sees on the next turn.
+//!
+//! A compaction is *subsumed* when another compaction's range contains its range; of two
+//! compactions with identical ranges, the later one (in append order) is kept. The *live*
+//! compaction is the non-subsumed one with the greatest end timestamp (the engine only ever
+//! writes rolling consolidations, so in practice there is exactly one).
+
+use crate::event::{Event, EventCompaction};
+use crate::history::coordinator_view;
+use crate::time::Timestamp;
+
+/// For each compaction event of `view` (by index into `view`), whether it is subsumed.
+fn is_subsumed(view: &[&Event], index: usize) -> bool {
+    let Some(me) = view[index].compaction() else {
+        return false;
+    };
+    view.iter().enumerate().any(|(j, other)| {
+        j != index
+            && other.compaction().is_some_and(|o| {
+                let same =
+                    o.start_timestamp == me.start_timestamp && o.end_timestamp == me.end_timestamp;
+                o.contains_range_of(me) && (!same || j > index)
+            })
+    })
+}
+
+/// Index (into `view`) of the live compaction event, if any.
+pub fn live_compaction_index(view: &[&Event]) -> Option<usize> {
+    let mut best: Option<(usize, Timestamp)> = None;
+    for (i, event) in view.iter().enumerate() {
+        let Some(c) = event.compaction() else {
+            continue;
+        };
+        if is_subsumed(view, i) {
+            continue;
+        }
+        if best.is_none_or(|(_, end)| c.end_timestamp >= end) {
+            best = Some((i, c.end_timestamp));
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
+/// Ids of every compaction event of the coordinator view that is subsumed by another.
+pub fn subsumed_compaction_ids(events: &[Event]) -> Vec<String> {
+    let view = coordinator_view(events);
+    (0..view.len())
+        .filter(|&i| view[i].compaction().is_some() && is_subsumed(&view, i))
+        .map(|i| view[i].id.clone())
+        .collect()
+}
+
+/// The live summary as the coordinator sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveSummary {
+    /// Id of the compaction event.
+    pub event_id: String,
+    /// The compaction itself.
+    pub compaction: EventCompaction,
+}
+
+/// One item of the next turn's context.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContextEntry {
+    /// The rolling summary, rendered as a `model` message.
+    Summary(LiveSummary),
+    /// An event kept verbatim.
+    Event(Box<Event>),
+}
+
+/// The context the coordinator's next prompt is assembled from.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AssembledContext {
+    /// In timeline order: events before the summary's range (normally none), the summary,
+    /// then every unscoped event after its end timestamp.
+    pub entries: Vec<ContextEntry>,
+}
+
+impl AssembledContext {
+    /// The summary, if one is live.
+    pub fn summary(&self) -> Option<&LiveSummary> {
+        self.entries.iter().find_map(|e| match e {
+            ContextEntry::Summary(s) => Some(s),
+            ContextEntry::Event(_) => None,
+        })
+    }
+
+    /// The verbatim events.
+    pub fn events(&self) -> impl Iterator<Item = &Event> {
+        self.entries.iter().filter_map(|e| match e {
+            ContextEntry::Event(ev) => Some(ev.as_ref()),
+            ContextEntry::Summary(_) => None,
+        })
+    }
+
+    /// A readable rendering: the summary, then each event as `[author] text` with tool
+    /// calls and results named.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for entry in &self.entries {
+            match entry {
+                ContextEntry::Summary(s) => {
+                    out.push_str(&format!(
+                        "[summary {} .. {}]\n{}\n",
+                        s.compaction.start_timestamp,
+                        s.compaction.end_timestamp,
+                        s.compaction.summary_text()
+                    ));
+                }
+                ContextEntry::Event(e) => {
+                    out.push_str(&format!(
+                        "[{}] {}\n",
+                        e.author,
+                        crate::plan::render_event_body(e)
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Assembles the next turn's context from a whole history: rewinds applied, scoped events
+/// dropped, the live summary in place of every event in its range, everything else verbatim.
+pub fn assemble_context(events: &[Event]) -> AssembledContext {
+    let view = coordinator_view(events);
+    let live = live_compaction_index(&view).and_then(|i| {
+        view[i].compaction().map(|c| LiveSummary {
+            event_id: view[i].id.clone(),
+            compaction: c.clone(),
+        })
+    });
+    let mut entries = Vec::new();
+    let mut summary_placed = false;
+    for event in view.iter().filter(|e| e.compaction().is_none()) {
+        if let Some(live) = &live {
+            if live.compaction.covers(event.timestamp) {
+                continue;
+            }
+            if !summary_placed && event.timestamp > live.compaction.end_timestamp {
+                entries.push(ContextEntry::Summary(live.clone()));
+                summary_placed = true;
+            }
+        }
+        entries.push(ContextEntry::Event(Box::new((*event).clone())));
+    }
+    if let (Some(live), false) = (live, summary_placed) {
+        entries.push(ContextEntry::Summary(live));
+    }
+    AssembledContext { entries }
+}

@@ -1,0 +1,374 @@
+//! ADK's event shape: content parts, usage, actions (compaction, rewind), isolation scope.
+//!
+//! Serialization writes ADK's snake_case JSON and omits absent fields; deserialization also
+//! accepts the camelCase spelling ADK's Pydantic models accept. Fields this crate does not
+//! model are kept in `extra` maps so a read-modify-write never drops them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::time::Timestamp;
+
+/// The author ADK gives to events the user wrote (and to compaction events).
+pub const USER_AUTHOR: &str = "user";
+
+/// One event of a session's history, in Google ADK's JSON shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Unique id of the event within its session.
+    pub id: String,
+    /// The invocation (one user turn's agent run) that produced the event.
+    #[serde(alias = "invocationId")]
+    pub invocation_id: String,
+    /// `"user"` for user input and compaction events, otherwise the agent's name.
+    pub author: String,
+    /// When the event was produced, in epoch seconds.
+    pub timestamp: Timestamp,
+    /// The message content, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Content>,
+    /// `Some(scope)` for events of an isolated sub-pipeline (`search_pipeline:<fc_id>`); `None`
+    /// for the coordinator's own dialogue.
+    #[serde(
+        default,
+        alias = "isolationScope",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub isolation_scope: Option<String>,
+    /// True for a streamed chunk that a later event completes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<bool>,
+    /// Token usage the model reported for the call that produced this event.
+    #[serde(
+        default,
+        alias = "usageMetadata",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub usage_metadata: Option<UsageMetadata>,
+    /// Side effects: compaction, rewind, and whatever else ADK records.
+    #[serde(default, skip_serializing_if = "Actions::is_empty")]
+    pub actions: Actions,
+    /// An error code when the model call failed.
+    #[serde(default, alias = "errorCode", skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    /// Every other field of ADK's event, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A message: a role and its parts.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Content {
+    /// `"user"` or `"model"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The parts, in order.
+    #[serde(default)]
+    pub parts: Vec<Part>,
+}
+
+/// One part of a message: text, a function call or a function response.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Part {
+    /// Plain text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// A tool call the model made.
+    #[serde(
+        default,
+        alias = "functionCall",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub function_call: Option<FunctionCall>,
+    /// The result of a tool call.
+    #[serde(
+        default,
+        alias = "functionResponse",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub function_response: Option<FunctionResponse>,
+    /// Other part kinds (`thought`, `inline_data`, …), kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A tool call.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct FunctionCall {
+    /// Call id, matched by the response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
+}
+
+/// A tool result.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct FunctionResponse {
+    /// Call id this answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Tool name.
+    pub name: String,
+    /// Result as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<Value>,
+}
+
+/// Token counts the model reported (ADK's `usage_metadata`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct UsageMetadata {
+    /// Tokens in the prompt of the call that produced the event.
+    #[serde(
+        default,
+        alias = "promptTokenCount",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub prompt_token_count: Option<u64>,
+    /// Tokens generated.
+    #[serde(
+        default,
+        alias = "candidatesTokenCount",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub candidates_token_count: Option<u64>,
+    /// Total tokens.
+    #[serde(
+        default,
+        alias = "totalTokenCount",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub total_token_count: Option<u64>,
+    /// Other usage fields, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The actions attached to an event.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Actions {
+    /// A compaction: this event replaces `[start_timestamp, end_timestamp]` with a summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<EventCompaction>,
+    /// A rewind: this event and everything from the first event of the named invocation on are
+    /// dropped from the history.
+    #[serde(
+        default,
+        alias = "rewindBeforeInvocationId",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rewind_before_invocation_id: Option<String>,
+    /// Other actions (`state_delta`, `transfer_to_agent`, …), kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Actions {
+    /// True when no action is set (then ADK's JSON may omit `actions`).
+    pub fn is_empty(&self) -> bool {
+        self.compaction.is_none()
+            && self.rewind_before_invocation_id.is_none()
+            && self.extra.is_empty()
+    }
+}
+
+/// ADK's `EventCompaction`: a summary that stands for every event in an inclusive time range.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventCompaction {
+    /// First covered timestamp (inclusive).
+    #[serde(alias = "startTimestamp")]
+    pub start_timestamp: Timestamp,
+    /// Last covered timestamp (inclusive).
+    #[serde(alias = "endTimestamp")]
+    pub end_timestamp: Timestamp,
+    /// The summary, as a `model` message.
+    #[serde(alias = "compactedContent")]
+    pub compacted_content: Content,
+}
+
+impl EventCompaction {
+    /// True when `[start, end]` of `self` contains that of `other`.
+    pub fn contains_range_of(&self, other: &EventCompaction) -> bool {
+        self.start_timestamp <= other.start_timestamp && other.end_timestamp <= self.end_timestamp
+    }
+
+    /// True when `ts` lies in the inclusive covered range.
+    pub fn covers(&self, ts: Timestamp) -> bool {
+        self.start_timestamp <= ts && ts <= self.end_timestamp
+    }
+
+    /// The summary text (all text parts, joined by newlines).
+    pub fn summary_text(&self) -> String {
+        self.compacted_content.text()
+    }
+}
+
+impl Content {
+    /// A `model` message with one text part.
+    pub fn model_text(text: impl Into<String>) -> Self {
+        Content {
+            role: Some("model".to_owned()),
+            parts: vec![Part::text(text)],
+        }
+    }
+
+    /// A `user` message with one text part.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Content {
+            role: Some(USER_AUTHOR.to_owned()),
+            parts: vec![Part::text(text)],
+        }
+    }
+
+    /// The text parts joined by newlines (empty when there are none).
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self
+            .parts
+            .iter()
+            .filter_map(|p| p.text.as_deref())
+            .collect();
+        texts.join("\n")
+    }
+
+    /// True when some part carries non-empty text.
+    pub fn has_text(&self) -> bool {
+        self.parts
+            .iter()
+            .any(|p| p.text.as_deref().is_some_and(|t| !t.trim().is_empty()))
+    }
+
+    /// True when some part is a function call or a function response.
+    pub fn has_function_parts(&self) -> bool {
+        self.parts
+            .iter()
+            .any(|p| p.function_call.is_some() || p.function_response.is_some())
+    }
+}
+
+impl Part {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        Part {
+            text: Some(text.into()),
+            ..Part::default()
+        }
+    }
+}
+
+impl Event {
+    /// A bare event with no content, usage or actions.
+    pub fn new(
+        id: impl Into<String>,
+        invocation_id: impl Into<String>,
+        author: impl Into<String>,
+        timestamp: Timestamp,
+    ) -> Self {
+        Event {
+            id: id.into(),
+            invocation_id: invocation_id.into(),
+            author: author.into(),
+            timestamp,
+            content: None,
+            isolation_scope: None,
+            partial: None,
+            usage_metadata: None,
+            actions: Actions::default(),
+            error_code: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// Sets the content (builder style).
+    pub fn with_content(mut self, content: Content) -> Self {
+        self.content = Some(content);
+        self
+    }
+
+    /// Sets the isolation scope (builder style).
+    pub fn with_scope(mut self, scope: impl Into<String>) -> Self {
+        self.isolation_scope = Some(scope.into());
+        self
+    }
+
+    /// Sets the reported prompt token count (builder style).
+    pub fn with_prompt_tokens(mut self, tokens: u64) -> Self {
+        self.usage_metadata
+            .get_or_insert_with(UsageMetadata::default)
+            .prompt_token_count = Some(tokens);
+        self
+    }
+
+    /// True when the event belongs to the coordinator's own dialogue (no isolation scope).
+    pub fn is_unscoped(&self) -> bool {
+        self.isolation_scope.is_none()
+    }
+
+    /// True for a streamed chunk.
+    pub fn is_partial(&self) -> bool {
+        self.partial == Some(true)
+    }
+
+    /// True when the user wrote this event.
+    pub fn is_user(&self) -> bool {
+        self.author == USER_AUTHOR
+    }
+
+    /// The compaction this event carries, if any.
+    pub fn compaction(&self) -> Option<&EventCompaction> {
+        self.actions.compaction.as_ref()
+    }
+
+    /// The text of the event's content (empty when there is none).
+    pub fn text(&self) -> String {
+        self.content.as_ref().map(Content::text).unwrap_or_default()
+    }
+
+    /// True when the event has non-empty text content.
+    pub fn has_text(&self) -> bool {
+        self.content.as_ref().is_some_and(Content::has_text)
+    }
+
+    /// The prompt token count the event reports, if any.
+    pub fn prompt_tokens(&self) -> Option<u64> {
+        self.usage_metadata.as_ref()?.prompt_token_count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_camel_case_and_writes_snake_case() {
+        let json = r#"{"id":"e1","invocationId":"inv","author":"user","timestamp":12.5,
+            "content":{"role":"user","parts":[{"text":"hi"},{"functionCall":{"name":"f","args":{}}}]},
+            "usageMetadata":{"promptTokenCount":7},
+            "actions":{"rewindBeforeInvocationId":"x","stateDelta":{}},
+            "branch":"b"}"#;
+        let event: Event = serde_json::from_str(json).unwrap();
+        assert_eq!(event.invocation_id, "inv");
+        assert_eq!(event.prompt_tokens(), Some(7));
+        assert_eq!(
+            event.actions.rewind_before_invocation_id.as_deref(),
+            Some("x")
+        );
+        assert!(event.actions.extra.contains_key("stateDelta"));
+        assert_eq!(event.extra.get("branch"), Some(&Value::from("b")));
+        let out = serde_json::to_value(&event).unwrap();
+        assert_eq!(out["invocation_id"], "inv");
+        assert_eq!(out["usage_metadata"]["prompt_token_count"], 7);
+        assert!(out["content"]["parts"][1]["function_call"].is_object());
+        let back: Event = serde_json::from_value(out).unwrap();
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn refuses_a_nan_timestamp_in_a_compaction() {
+        let json = r#"{"id":"c","invocation_id":"i","author":"user","timestamp":1,
+            "actions":{"compaction":{"start_timestamp":"nan","end_timestamp":2,"compacted_content":{"parts":[]}}}}"#;
+        assert!(serde_json::from_str::<Event>(json).is_err());
+    }
+}

@@ -1,0 +1,241 @@
+//! History views: rewinds applied, scope filtering, and turns.
+//!
+//! # Turns
+//! A *turn* starts at an unscoped, non-partial user event with text and holds every unscoped
+//! event up to the next turn start. Compaction events are never part of a turn. Events that
+//! come before the first turn start (an agent greeting, say) belong to no turn.
+//!
+//! A turn is *completed* when its last non-partial event is a text response by a non-user
+//! author: the coordinator answered and the stream closed. Edge cases, each tested below:
+//! - an errored turn (the last event carries `error_code`, or the model never answered) is not
+//!   completed;
+//! - a turn with only tool calls and responses and no final text is not completed;
+//! - trailing partial events are ignored: a turn whose final text arrived is completed even if
+//!   stray partial chunks follow, and a turn that has only partial text is not.
+
+use crate::event::Event;
+
+/// Applies rewinds the way ADK's `_apply_rewinds` does: walking backwards, a rewind event
+/// drops itself and every event from the first event of the target invocation on
+/// (compaction events included). A rewind whose target invocation never occurs drops
+/// only itself.
+pub fn apply_rewinds(events: &[Event]) -> Vec<&Event> {
+    let mut kept: Vec<&Event> = Vec::with_capacity(events.len());
+    let mut i = events.len();
+    while i > 0 {
+        i -= 1;
+        let event = &events[i];
+        if let Some(target) = event.actions.rewind_before_invocation_id.as_deref() {
+            // Find the first event of the target invocation at or before this rewind.
+            if let Some(first) = events[..i].iter().position(|e| e.invocation_id == target) {
+                i = first;
+            }
+            continue;
+        }
+        kept.push(event);
+    }
+    kept.reverse();
+    kept
+}
+
+/// The events of the coordinator's own dialogue: `isolation_scope` is `None`.
+pub fn unscoped<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<&'a Event> {
+    events.into_iter().filter(|e| e.is_unscoped()).collect()
+}
+
+/// The coordinator's view of a session: rewinds applied, then scoped events dropped.
+pub fn coordinator_view(events: &[Event]) -> Vec<&Event> {
+    unscoped(apply_rewinds(events))
+}
+
+/// One turn: a user query and everything the coordinator did in answer to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn<'a> {
+    /// The turn's unscoped events, in order, starting with the user's query.
+    pub events: Vec<&'a Event>,
+}
+
+impl<'a> Turn<'a> {
+    /// The user's query text.
+    pub fn user_query(&self) -> String {
+        self.events[0].text()
+    }
+
+    /// The invocation id of the turn (the user event's).
+    pub fn invocation_id(&self) -> &'a str {
+        &self.events[0].invocation_id
+    }
+
+    /// The coordinator's final response: the last non-partial event, when it is a text
+    /// response by a non-user author with no error.
+    pub fn final_response(&self) -> Option<&'a Event> {
+        let last = self.events.iter().rev().find(|e| !e.is_partial())?;
+        let is_response = !last.is_user()
+            && last.error_code.is_none()
+            && last.has_text()
+            && !std::ptr::eq(*last, self.events[0]);
+        is_response.then_some(*last)
+    }
+
+    /// True when the coordinator's final text response closed the turn.
+    pub fn is_completed(&self) -> bool {
+        self.final_response().is_some()
+    }
+
+    /// Timestamp of the turn's first event.
+    pub fn first_timestamp(&self) -> crate::Timestamp {
+        self.events[0].timestamp
+    }
+
+    /// Timestamp of the turn's last event.
+    pub fn last_timestamp(&self) -> crate::Timestamp {
+        self.events[self.events.len() - 1].timestamp
+    }
+}
+
+/// True when `event` opens a turn: an unscoped, non-partial user event with text.
+pub fn starts_turn(event: &Event) -> bool {
+    event.is_unscoped()
+        && event.is_user()
+        && !event.is_partial()
+        && event.compaction().is_none()
+        && event.has_text()
+}
+
+/// Splits an already filtered (rewound, unscoped) event sequence into turns.
+/// Compaction events and events before the first turn start belong to no turn.
+pub fn turns<'a>(events: &[&'a Event]) -> Vec<Turn<'a>> {
+    let mut turns: Vec<Turn<'a>> = Vec::new();
+    for event in events {
+        if event.compaction().is_some() || !event.is_unscoped() {
+            continue;
+        }
+        if starts_turn(event) {
+            turns.push(Turn {
+                events: vec![*event],
+            });
+        } else if let Some(turn) = turns.last_mut() {
+            turn.events.push(*event);
+        }
+    }
+    turns
+}
+
+/// The completed turns of a session's coordinator view, oldest first.
+pub fn completed_turns<'a>(events: &[&'a Event]) -> Vec<Turn<'a>> {
+    turns(events)
+        .into_iter()
+        .filter(Turn::is_completed)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Content, Part};
+    use crate::testing::EventFactory;
+
+    #[test]
+    fn rewind_drops_itself_and_the_target_invocation_onwards() {
+        let mut f = EventFactory::new();
+        let mut events = f.conversational_turn("inv1", "q1", "a1");
+        events.extend(f.conversational_turn("inv2", "q2", "a2"));
+        events.extend(f.conversational_turn("inv3", "q3", "a3"));
+        let rewind = f.rewind("inv4", "inv2");
+        events.push(rewind);
+        events.extend(f.conversational_turn("inv5", "q5", "a5"));
+        let view: Vec<&str> = apply_rewinds(&events)
+            .iter()
+            .map(|e| e.invocation_id.as_str())
+            .collect();
+        assert_eq!(view, ["inv1", "inv1", "inv5", "inv5"]);
+    }
+
+    #[test]
+    fn rewind_to_an_unknown_invocation_drops_only_itself() {
+        let mut f = EventFactory::new();
+        let mut events = f.conversational_turn("inv1", "q1", "a1");
+        events.push(f.rewind("inv2", "nope"));
+        assert_eq!(apply_rewinds(&events).len(), 2);
+    }
+
+    #[test]
+    fn a_rewind_also_drops_compaction_events_after_the_target() {
+        let mut f = EventFactory::new();
+        let mut events = f.conversational_turn("inv1", "q1", "a1");
+        events.extend(f.conversational_turn("inv2", "q2", "a2"));
+        let (s, e) = (events[0].timestamp, events[1].timestamp);
+        events.push(f.compaction("c1", s, e, "summary"));
+        events.push(f.rewind("inv3", "inv2"));
+        let view = apply_rewinds(&events);
+        assert_eq!(view.len(), 2);
+        assert!(view.iter().all(|e| e.compaction().is_none()));
+    }
+
+    #[test]
+    fn edge_cases_of_completion() {
+        let mut f = EventFactory::new();
+        // Completed conversational turn.
+        let done = f.conversational_turn("a", "q", "answer");
+        // Errored turn: the model call failed.
+        let mut errored = vec![f.user("b", "q")];
+        let mut err = f.model("b", "");
+        err.content = None;
+        err.error_code = Some("RESOURCE_EXHAUSTED".into());
+        errored.push(err);
+        // Only tool calls.
+        let mut tools = vec![f.user("c", "q")];
+        tools.push(f.function_call("c", "search_library"));
+        tools.push(f.function_response("c", "search_library", "results"));
+        // Final text followed by a stray partial chunk: still completed.
+        let mut trailing = f.conversational_turn("d", "q", "final");
+        let mut chunk = f.model("d", "fin");
+        chunk.partial = Some(true);
+        trailing.push(chunk);
+        // Only partial text: not completed.
+        let mut partial_only = vec![f.user("e", "q")];
+        let mut chunk = f.model("e", "half an ans");
+        chunk.partial = Some(true);
+        partial_only.push(chunk);
+        // A text response that also carries a function call still counts as text.
+        let mut mixed = vec![f.user("g", "q")];
+        let mut m = f.model("g", "here");
+        m.content.as_mut().unwrap().parts.push(Part::default());
+        mixed.push(m);
+
+        let all: Vec<Event> = [done, errored, tools, trailing, partial_only, mixed].concat();
+        let view: Vec<&Event> = all.iter().collect();
+        let got: Vec<(String, bool)> = turns(&view)
+            .iter()
+            .map(|t| (t.invocation_id().to_owned(), t.is_completed()))
+            .collect();
+        let expected: Vec<(String, bool)> = [
+            ("a", true),
+            ("b", false),
+            ("c", false),
+            ("d", true),
+            ("e", false),
+            ("g", true),
+        ]
+        .iter()
+        .map(|(i, c)| (i.to_string(), *c))
+        .collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn scoped_user_events_do_not_start_turns_and_events_before_the_first_turn_are_ignored() {
+        let mut f = EventFactory::new();
+        let greeting = f.model("g0", "Hello, what shall we research?");
+        let mut events = vec![greeting];
+        events.extend(f.conversational_turn("a", "q", "r"));
+        let scoped = f.user("a", "sub-query").with_scope("search_pipeline:fc1");
+        events.insert(2, scoped);
+        let view = coordinator_view(&events);
+        let t = turns(&view);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].events.len(), 2);
+        assert_eq!(t[0].user_query(), "q");
+        let _ = Content::default();
+    }
+}

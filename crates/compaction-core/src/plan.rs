@@ -1,0 +1,256 @@
+//! The compaction plan (spec sections 3, 3.2 and 6.1): which events to fold, the timestamp
+//! range, the previous summary for rolling consolidation, and the summarizer prompt.
+
+use serde_json::{Map, Value, json};
+
+use crate::context::live_compaction_index;
+use crate::event::{Actions, Content, Event, EventCompaction, USER_AUTHOR};
+use crate::history::{Turn, coordinator_view, turns};
+use crate::time::Timestamp;
+
+/// Tool payloads are cut at this many characters in the summarizer prompt (spec 6.2), so
+/// that syntheses and their `# Cited Sources` bibliographies arrive intact.
+pub const MAX_TOOL_CONTENT_CHARS: usize = 30_000;
+
+/// The key under the compaction event's `custom_metadata` where the engine records how
+/// the compaction came about. ADK refuses unknown keys inside `actions`, so engine-private
+/// data lives only here.
+pub const METADATA_KEY: &str = "adaptive_compaction";
+
+/// The live compaction a rolling consolidation builds on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreviousCompaction {
+    /// Id of its event.
+    pub event_id: String,
+    /// Its range start (t_1).
+    pub start_timestamp: Timestamp,
+    /// Its range end.
+    pub end_timestamp: Timestamp,
+    /// Its summary text.
+    pub summary: String,
+}
+
+/// One turn of the slice, digested for summarizers that work on structure rather than text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnDigest {
+    /// Invocation id.
+    pub invocation_id: String,
+    /// The user's query.
+    pub user: String,
+    /// The coordinator's final text response (empty for an unfinished turn).
+    pub assistant: String,
+    /// Tool results, each cut at [`MAX_TOOL_CONTENT_CHARS`].
+    pub tool_outputs: Vec<String>,
+}
+
+/// What to compact.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionPlan {
+    /// The live compaction, when this is a rolling consolidation.
+    pub previous: Option<PreviousCompaction>,
+    /// The unscoped events after the previous compaction's end, up to the last event of
+    /// turn N-K, in order.
+    pub slice: Vec<Event>,
+    /// The slice's turns, digested.
+    pub turns: Vec<TurnDigest>,
+    /// t_1: the previous compaction's start, or the slice's first event.
+    pub start_timestamp: Timestamp,
+    /// t_{N-K}: the slice's last event (the last event of turn N-K).
+    pub end_timestamp: Timestamp,
+    /// Completed turns kept verbatim (K, or fewer when there are not that many).
+    pub retained_turns: usize,
+}
+
+/// Plans a compaction that keeps the last `k` completed turns verbatim. Returns `None` when
+/// there is nothing new to fold (no completed turn before the retained ones that is not
+/// already summarized).
+pub fn plan_compaction(events: &[Event], k: usize) -> Option<CompactionPlan> {
+    let view = coordinator_view(events);
+    let previous = live_compaction_index(&view).and_then(|i| {
+        view[i].compaction().map(|c| PreviousCompaction {
+            event_id: view[i].id.clone(),
+            start_timestamp: c.start_timestamp,
+            end_timestamp: c.end_timestamp,
+            summary: c.summary_text(),
+        })
+    });
+    let all_turns = turns(&view);
+    let completed: Vec<&Turn<'_>> = all_turns.iter().filter(|t| t.is_completed()).collect();
+    if completed.len() <= k {
+        return None;
+    }
+    // The last event of turn N-K bounds the slice (inclusive).
+    let boundary_turn = completed[completed.len() - k - 1];
+    let boundary = boundary_turn.last_timestamp();
+    let after_previous = |e: &&&Event| {
+        previous
+            .as_ref()
+            .is_none_or(|p| e.timestamp > p.end_timestamp)
+    };
+    let slice: Vec<Event> = view
+        .iter()
+        .filter(|e| e.compaction().is_none())
+        .filter(after_previous)
+        .take_while(|e| e.timestamp <= boundary)
+        .map(|e| (*e).clone())
+        .collect();
+    let (first, last) = (slice.first()?, slice.last()?);
+    let slice_turns = all_turns
+        .iter()
+        .filter(|t| t.first_timestamp() >= first.timestamp && t.last_timestamp() <= boundary)
+        .map(digest)
+        .collect();
+    Some(CompactionPlan {
+        start_timestamp: previous
+            .as_ref()
+            .map_or(first.timestamp, |p| p.start_timestamp.min(first.timestamp)),
+        end_timestamp: last.timestamp,
+        previous,
+        slice,
+        turns: slice_turns,
+        retained_turns: k,
+    })
+}
+
+fn digest(turn: &Turn<'_>) -> TurnDigest {
+    TurnDigest {
+        invocation_id: turn.invocation_id().to_owned(),
+        user: turn.user_query(),
+        assistant: turn.final_response().map(Event::text).unwrap_or_default(),
+        tool_outputs: turn
+            .events
+            .iter()
+            .filter_map(|e| e.content.as_ref())
+            .flat_map(|c| c.parts.iter())
+            .filter_map(|p| p.function_response.as_ref())
+            .map(|r| cut_tool_content(&tool_payload(r.response.as_ref())))
+            .collect(),
+    }
+}
+
+/// A tool result's text: a lone string field (`result`, `output`, …) is used as it is,
+/// anything else as compact JSON.
+fn tool_payload(response: Option<&Value>) -> String {
+    match response {
+        None => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Object(map)) if map.len() == 1 => match map.values().next() {
+            Some(Value::String(s)) => s.clone(),
+            _ => Value::Object(map.clone()).to_string(),
+        },
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Cuts tool content at [`MAX_TOOL_CONTENT_CHARS`] characters, marking the cut.
+pub fn cut_tool_content(text: &str) -> String {
+    match text.char_indices().nth(MAX_TOOL_CONTENT_CHARS) {
+        None => text.to_owned(),
+        Some((byte, _)) => format!(
+            "{}\n[… truncated at {MAX_TOOL_CONTENT_CHARS} characters]",
+            &text[..byte]
+        ),
+    }
+}
+
+/// Renders an event's body: its text, tool calls and (cut) tool results.
+pub fn render_event_body(event: &Event) -> String {
+    let Some(content) = &event.content else {
+        return String::new();
+    };
+    let mut pieces = Vec::new();
+    for part in &content.parts {
+        if let Some(text) = &part.text {
+            pieces.push(text.trim().to_owned());
+        }
+        if let Some(call) = &part.function_call {
+            let args = call.args.as_ref().map(Value::to_string).unwrap_or_default();
+            pieces.push(format!("[tool call {}({args})]", call.name));
+        }
+        if let Some(resp) = &part.function_response {
+            pieces.push(format!(
+                "[tool result {}]\n{}",
+                resp.name,
+                cut_tool_content(&tool_payload(resp.response.as_ref()))
+            ));
+        }
+    }
+    pieces.join("\n")
+}
+
+fn speaker(event: &Event) -> &'static str {
+    let is_tool = event.content.as_ref().is_some_and(|c| {
+        c.parts.iter().all(|p| p.function_response.is_some()) && !c.parts.is_empty()
+    });
+    if event.is_user() && !is_tool {
+        "**User**"
+    } else if is_tool {
+        "**Tool**"
+    } else {
+        "**Assistant**"
+    }
+}
+
+impl CompactionPlan {
+    /// The new completed turns as serial Markdown: one line block per event, turns separated
+    /// by a blank line.
+    pub fn new_turns_text(&self) -> String {
+        let mut out = String::new();
+        for event in &self.slice {
+            let body = render_event_body(event);
+            if body.is_empty() {
+                continue;
+            }
+            if crate::history::starts_turn(event) && !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&format!("{}: {}\n", speaker(event), body));
+        }
+        out.trim_end().to_owned()
+    }
+
+    /// The summarizer prompt in exactly the spec's shape (6.1). Without a previous summary
+    /// only the second section is present.
+    pub fn summarizer_prompt(&self) -> String {
+        let turns = self.new_turns_text();
+        match &self.previous {
+            Some(p) => format!(
+                "Existing Conversation Summary:\n{}\n\nNew Completed Turns to Integrate:\n{turns}",
+                p.summary.trim()
+            ),
+            None => format!("New Completed Turns to Integrate:\n{turns}"),
+        }
+    }
+
+    /// Number of turns in the slice.
+    pub fn slice_turn_count(&self) -> usize {
+        self.turns.len()
+    }
+
+    /// The compaction event ADK honours: author `user`, a fresh invocation id, no content,
+    /// `actions.compaction` with the range and the summary as a `model` message;
+    /// engine-private facts in `custom_metadata`.
+    pub fn compaction_event(
+        &self,
+        summary: &str,
+        id: String,
+        invocation_id: String,
+        now: Timestamp,
+        metadata: Map<String, Value>,
+    ) -> Event {
+        let mut event = Event::new(id, invocation_id, USER_AUTHOR, now);
+        event.actions = Actions {
+            compaction: Some(EventCompaction {
+                start_timestamp: self.start_timestamp,
+                end_timestamp: self.end_timestamp,
+                compacted_content: Content::model_text(summary),
+            }),
+            ..Actions::default()
+        };
+        event.extra.insert(
+            "custom_metadata".to_owned(),
+            json!({ METADATA_KEY: metadata }),
+        );
+        event
+    }
+}

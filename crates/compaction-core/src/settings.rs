@@ -1,0 +1,263 @@
+//! The spec's eight configuration keys (section 10), their defaults, validation and the
+//! min_turns clamp (section 3.1).
+
+use serde::{Deserialize, Serialize};
+
+/// Key: master toggle.
+pub const KEY_ENABLE: &str = "enable_adaptive_compaction";
+/// Key: summarizer model slug.
+pub const KEY_SUMMARIZER_MODEL: &str = "compaction_summarizer_model";
+/// Key: K, the completed turns retained verbatim.
+pub const KEY_RETENTION_TURNS: &str = "adaptive_compaction_retention_turns";
+/// Key: completed turns required before the envelope opens.
+pub const KEY_MIN_TURNS: &str = "adaptive_compaction_min_turns";
+/// Key: coordinator prompt tokens required before probing.
+pub const KEY_TOKEN_FLOOR: &str = "adaptive_compaction_token_floor";
+/// Key: coordinator prompt tokens that force compaction without probing.
+pub const KEY_TOKEN_CEILING: &str = "adaptive_compaction_token_ceiling";
+/// Key: the probability threshold τ.
+pub const KEY_THRESHOLD: &str = "adaptive_compaction_threshold";
+/// Key: decision model slug.
+pub const KEY_DECISION_MODEL: &str = "adaptive_compaction_decision_model";
+
+/// The eight keys in the order of the spec's section 10.
+pub const KEYS: [&str; 8] = [
+    KEY_ENABLE,
+    KEY_SUMMARIZER_MODEL,
+    KEY_RETENTION_TURNS,
+    KEY_MIN_TURNS,
+    KEY_TOKEN_FLOOR,
+    KEY_TOKEN_CEILING,
+    KEY_THRESHOLD,
+    KEY_DECISION_MODEL,
+];
+
+/// The settings as a user wrote them. Counts are signed so that a negative value written in a
+/// file reaches [`Settings::effective`] and is reported by key, rather than failing opaquely.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Master toggle (default `true`).
+    pub enable_adaptive_compaction: bool,
+    /// Summarizer model slug (default `openrouter/nvidia/nemotron-3.5-lightning:free`).
+    pub compaction_summarizer_model: String,
+    /// K (default 2).
+    pub adaptive_compaction_retention_turns: i64,
+    /// Minimum completed turns (default 4), clamped to at least K + 1.
+    pub adaptive_compaction_min_turns: i64,
+    /// Token floor (default 30,000).
+    pub adaptive_compaction_token_floor: i64,
+    /// Token ceiling, the hard backstop (default 100,000).
+    pub adaptive_compaction_token_ceiling: i64,
+    /// τ (default 0.75).
+    pub adaptive_compaction_threshold: f64,
+    /// Decision model slug (default `inception/mercury-decide`).
+    pub adaptive_compaction_decision_model: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            enable_adaptive_compaction: true,
+            compaction_summarizer_model: "openrouter/nvidia/nemotron-3.5-lightning:free".to_owned(),
+            adaptive_compaction_retention_turns: 2,
+            adaptive_compaction_min_turns: 4,
+            adaptive_compaction_token_floor: 30_000,
+            adaptive_compaction_token_ceiling: 100_000,
+            adaptive_compaction_threshold: 0.75,
+            adaptive_compaction_decision_model: "inception/mercury-decide".to_owned(),
+        }
+    }
+}
+
+/// A setting's value breaks a rule. Every variant names the key and the value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// A count was negative.
+    #[error("{key} must be a non-negative integer, got {value}")]
+    Negative {
+        /// The key.
+        key: &'static str,
+        /// The value found.
+        value: i64,
+    },
+    /// τ was NaN or outside [0, 1].
+    #[error("{key} must be a number in [0.0, 1.0], got {value}")]
+    ThresholdOutOfRange {
+        /// The key.
+        key: &'static str,
+        /// The value found.
+        value: f64,
+    },
+    /// The floor was above the ceiling.
+    #[error(
+        "{floor_key} ({floor}) must not exceed {ceiling_key} ({ceiling})",
+        floor_key = KEY_TOKEN_FLOOR,
+        ceiling_key = KEY_TOKEN_CEILING
+    )]
+    FloorAboveCeiling {
+        /// The floor found.
+        floor: i64,
+        /// The ceiling found.
+        ceiling: i64,
+    },
+    /// A model slug was empty.
+    #[error("{key} must be a non-empty model slug")]
+    EmptyModel {
+        /// The key.
+        key: &'static str,
+    },
+}
+
+/// The min_turns clamp fired (spec 3.1): the caller should log this as a warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClampWarning {
+    /// The configured min_turns.
+    pub configured_min_turns: u64,
+    /// The effective K.
+    pub retention_turns: u64,
+    /// The clamped value, K + 1.
+    pub effective_min_turns: u64,
+}
+
+impl std::fmt::Display for ClampWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{KEY_MIN_TURNS} ({}) must be strictly greater than retention_turns ({}). \
+             Disambiguating by clamping effective_min_turns to {}.",
+            self.configured_min_turns, self.retention_turns, self.effective_min_turns
+        )
+    }
+}
+
+/// Validated settings with the clamp applied: what the engine runs on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EffectiveSettings {
+    /// Master toggle.
+    pub enabled: bool,
+    /// Effective K.
+    pub retention_turns: usize,
+    /// Effective min_turns, always > K.
+    pub min_turns: usize,
+    /// Token floor.
+    pub token_floor: u64,
+    /// Token ceiling.
+    pub token_ceiling: u64,
+    /// τ in [0, 1].
+    pub threshold: f64,
+    /// Decision model slug.
+    pub decision_model: String,
+    /// Summarizer model slug.
+    pub summarizer_model: String,
+    /// Set when the clamp fired.
+    pub clamp_warning: Option<ClampWarning>,
+}
+
+fn non_negative(key: &'static str, value: i64) -> Result<u64, SettingsError> {
+    u64::try_from(value).map_err(|_| SettingsError::Negative { key, value })
+}
+
+impl Settings {
+    /// Validates every key and applies the clamp
+    /// `effective_min_turns = max(min_turns, K + 1)`.
+    pub fn effective(&self) -> Result<EffectiveSettings, SettingsError> {
+        let k = non_negative(
+            KEY_RETENTION_TURNS,
+            self.adaptive_compaction_retention_turns,
+        )?;
+        let raw_min = non_negative(KEY_MIN_TURNS, self.adaptive_compaction_min_turns)?;
+        let floor = non_negative(KEY_TOKEN_FLOOR, self.adaptive_compaction_token_floor)?;
+        let ceiling = non_negative(KEY_TOKEN_CEILING, self.adaptive_compaction_token_ceiling)?;
+        let tau = self.adaptive_compaction_threshold;
+        if !(0.0..=1.0).contains(&tau) {
+            return Err(SettingsError::ThresholdOutOfRange {
+                key: KEY_THRESHOLD,
+                value: tau,
+            });
+        }
+        if floor > ceiling {
+            return Err(SettingsError::FloorAboveCeiling {
+                floor: self.adaptive_compaction_token_floor,
+                ceiling: self.adaptive_compaction_token_ceiling,
+            });
+        }
+        for (key, value) in [
+            (KEY_DECISION_MODEL, &self.adaptive_compaction_decision_model),
+            (KEY_SUMMARIZER_MODEL, &self.compaction_summarizer_model),
+        ] {
+            if value.trim().is_empty() {
+                return Err(SettingsError::EmptyModel { key });
+            }
+        }
+        let (min_turns, clamp_warning) = if raw_min <= k {
+            let clamped = k + 1;
+            let warning = ClampWarning {
+                configured_min_turns: raw_min,
+                retention_turns: k,
+                effective_min_turns: clamped,
+            };
+            (clamped, Some(warning))
+        } else {
+            (raw_min, None)
+        };
+        Ok(EffectiveSettings {
+            enabled: self.enable_adaptive_compaction,
+            retention_turns: usize::try_from(k).unwrap_or(usize::MAX),
+            min_turns: usize::try_from(min_turns).unwrap_or(usize::MAX),
+            token_floor: floor,
+            token_ceiling: ceiling,
+            threshold: tau,
+            decision_model: self.adaptive_compaction_decision_model.clone(),
+            summarizer_model: self.compaction_summarizer_model.clone(),
+            clamp_warning,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_spec() {
+        let e = Settings::default().effective().unwrap();
+        assert_eq!((e.retention_turns, e.min_turns), (2, 4));
+        assert_eq!((e.token_floor, e.token_ceiling), (30_000, 100_000));
+        assert_eq!(e.threshold, 0.75);
+        assert!(e.clamp_warning.is_none());
+        let json = serde_json::to_value(Settings::default()).unwrap();
+        let keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+        assert_eq!(keys, KEYS);
+    }
+
+    #[test]
+    fn invalid_values_name_the_key_and_value() {
+        let mut s = Settings {
+            adaptive_compaction_threshold: f64::NAN,
+            ..Settings::default()
+        };
+        let err = s.effective().unwrap_err().to_string();
+        assert!(err.contains(KEY_THRESHOLD) && err.contains("NaN"), "{err}");
+        s.adaptive_compaction_threshold = 1.5;
+        assert!(s.effective().unwrap_err().to_string().contains("1.5"));
+        s = Settings {
+            adaptive_compaction_retention_turns: -1,
+            ..Settings::default()
+        };
+        let err = s.effective().unwrap_err().to_string();
+        assert!(
+            err.contains(KEY_RETENTION_TURNS) && err.contains("-1"),
+            "{err}"
+        );
+        s = Settings {
+            adaptive_compaction_token_floor: 200_000,
+            ..Settings::default()
+        };
+        let err = s.effective().unwrap_err().to_string();
+        assert!(
+            err.contains("200000") && err.contains(KEY_TOKEN_CEILING),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,116 @@
+//! Project automation. `cargo xtask verify` runs every check CI runs, one line per step.
+//!
+//! Subcommands:
+//! - `verify`: fmt, clippy (warnings denied), every test (unit, integration, doc), the purity
+//!   check on compaction-core, and the offline decision-quality evaluation.
+//! - `purity`: only the purity check.
+
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+mod purity;
+
+/// One step of `verify`.
+struct Step {
+    name: &'static str,
+    run: fn() -> Result<(), String>,
+}
+
+fn cargo(args: &[&str]) -> Result<(), String> {
+    let status = Command::new(env!("CARGO"))
+        .args(args)
+        .status()
+        .map_err(|e| format!("could not run cargo {}: {e}", args.join(" ")))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("cargo {} failed ({status})", args.join(" ")))
+    }
+}
+
+fn steps() -> Vec<Step> {
+    vec![
+        Step {
+            name: "fmt",
+            run: || cargo(&["fmt", "--all", "--", "--check"]),
+        },
+        Step {
+            name: "clippy",
+            run: || {
+                cargo(&[
+                    "clippy",
+                    "--workspace",
+                    "--all-targets",
+                    "--all-features",
+                    "--quiet",
+                    "--",
+                    "-D",
+                    "warnings",
+                ])
+            },
+        },
+        Step {
+            name: "purity",
+            run: purity::check,
+        },
+        Step {
+            name: "test",
+            run: || cargo(&["test", "--workspace", "--all-features", "--quiet"]),
+        },
+    ]
+}
+
+fn verify() -> ExitCode {
+    let started = Instant::now();
+    let mut failed = Vec::new();
+    let steps = steps();
+    for step in &steps {
+        let t = Instant::now();
+        eprintln!("xtask verify: {} ...", step.name);
+        match (step.run)() {
+            Ok(()) => eprintln!(
+                "xtask verify: {} ok ({:.1}s)",
+                step.name,
+                t.elapsed().as_secs_f64()
+            ),
+            Err(e) => {
+                eprintln!("xtask verify: {} FAILED: {e}", step.name);
+                failed.push(step.name);
+            }
+        }
+    }
+    let total = started.elapsed().as_secs_f64();
+    if failed.is_empty() {
+        eprintln!(
+            "xtask verify: all {} steps passed in {total:.1}s",
+            steps.len()
+        );
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "xtask verify: {} of {} steps failed ({}) in {total:.1}s",
+            failed.len(),
+            steps.len(),
+            failed.join(", ")
+        );
+        ExitCode::FAILURE
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("verify") => verify(),
+        Some("purity") => match purity::check() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        },
+        _ => {
+            eprintln!("usage: cargo xtask <verify|purity>");
+            ExitCode::from(2)
+        }
+    }
+}
