@@ -1,0 +1,225 @@
+//! HTTP plumbing shared by every remote adapter (the decision adapters here and the
+//! chat-completions summarizer in the `summarizer` crate): one JSON POST with a bearer key, a
+//! hard timeout, and status codes mapped to typed errors.
+//!
+//! Secrets: an [`ApiKey`] only comes from the environment, its `Debug` and `Display` are
+//! redacted, and no error built here ever contains it.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// A bearer key read from the environment. Never printed.
+#[derive(Clone)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Reads `var` from the environment; `None` when unset or blank.
+    pub fn from_env(var: &str) -> Option<ApiKey> {
+        std::env::var(var)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| ApiKey(v.trim().to_owned()))
+    }
+
+    /// Wraps a key a caller obtained from the environment by other means (a secret store).
+    pub fn new(secret: impl Into<String>) -> ApiKey {
+        ApiKey(secret.into())
+    }
+
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// What can go wrong with one HTTP call. Messages name the URL, never the key.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpError {
+    /// No answer within the timeout.
+    #[error("{url}: no answer within {timeout:?}")]
+    Timeout {
+        /// The endpoint.
+        url: String,
+        /// The timeout.
+        timeout: Duration,
+    },
+    /// 401 or 403.
+    #[error("{url}: unauthorized (HTTP {status}); check the API key variable")]
+    Unauthorized {
+        /// The endpoint.
+        url: String,
+        /// The status.
+        status: u16,
+    },
+    /// 429.
+    #[error("{url}: rate limited (HTTP 429){}", retry_after.as_ref().map(|r| format!(", retry after {r}")).unwrap_or_default())]
+    RateLimited {
+        /// The endpoint.
+        url: String,
+        /// The `Retry-After` header, when sent.
+        retry_after: Option<String>,
+    },
+    /// Any other non-success status.
+    #[error("{url}: HTTP {status}: {body}")]
+    Status {
+        /// The endpoint.
+        url: String,
+        /// The status.
+        status: u16,
+        /// The start of the body (at most 300 characters).
+        body: String,
+    },
+    /// The body was not the JSON expected.
+    #[error("{url}: malformed response: {reason}")]
+    Malformed {
+        /// The endpoint.
+        url: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// Connection-level failure.
+    #[error("{url}: transport error: {reason}")]
+    Transport {
+        /// The endpoint.
+        url: String,
+        /// What failed.
+        reason: String,
+    },
+}
+
+/// A JSON-over-HTTP client with one timeout for the whole exchange.
+#[derive(Debug, Clone)]
+pub struct JsonClient {
+    client: reqwest::Client,
+    timeout: Duration,
+}
+
+/// A successful JSON response.
+#[derive(Debug, Clone)]
+pub struct JsonResponse {
+    /// The parsed body.
+    pub body: Value,
+}
+
+impl JsonClient {
+    /// A client whose every call fails with [`HttpError::Timeout`] after `timeout`.
+    pub fn new(timeout: Duration) -> Result<JsonClient, HttpError> {
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|e| HttpError::Transport {
+                url: String::new(),
+                reason: e.to_string(),
+            })?;
+        Ok(JsonClient { client, timeout })
+    }
+
+    /// The timeout.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// POSTs `body` as JSON to `url` with an optional bearer key and parses the JSON answer.
+    pub async fn post_json<B: Serialize + ?Sized>(
+        &self,
+        url: &str,
+        key: Option<&ApiKey>,
+        body: &B,
+    ) -> Result<JsonResponse, HttpError> {
+        let mut request = self.client.post(url).json(body);
+        if let Some(key) = key {
+            request = request.bearer_auth(key.expose());
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| self.map_reqwest(url, &e))?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let text = response
+            .text()
+            .await
+            .map_err(|e| self.map_reqwest(url, &e))?;
+        let url_owned = url.to_owned();
+        match status.as_u16() {
+            200..=299 => serde_json::from_str(&text)
+                .map(|body| JsonResponse { body })
+                .map_err(|e| HttpError::Malformed {
+                    url: url_owned,
+                    reason: format!("invalid JSON: {e}"),
+                }),
+            401 | 403 => Err(HttpError::Unauthorized {
+                url: url_owned,
+                status: status.as_u16(),
+            }),
+            429 => Err(HttpError::RateLimited {
+                url: url_owned,
+                retry_after,
+            }),
+            code => Err(HttpError::Status {
+                url: url_owned,
+                status: code,
+                body: text.chars().take(300).collect(),
+            }),
+        }
+    }
+
+    fn map_reqwest(&self, url: &str, e: &reqwest::Error) -> HttpError {
+        if e.is_timeout() {
+            HttpError::Timeout {
+                url: url.to_owned(),
+                timeout: self.timeout,
+            }
+        } else {
+            // reqwest's Display names the URL but never the headers, so the key cannot leak.
+            HttpError::Transport {
+                url: url.to_owned(),
+                reason: e.to_string(),
+            }
+        }
+    }
+}
+
+/// Joins a base URL and a path with exactly one slash.
+pub fn join_url(base: &str, path: &str) -> String {
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_is_redacted() {
+        let key = ApiKey::new("sk-secret-123");
+        assert!(!format!("{key:?} {key}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn joins_urls() {
+        assert_eq!(join_url("https://a/api/", "/v1/x"), "https://a/api/v1/x");
+    }
+}
