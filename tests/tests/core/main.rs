@@ -1,0 +1,10 @@
+//! Integration tests of the pure core, driven through the in-memory fakes of every port.
+//!
+//! - `section_11`: the nine verification tests of the spec's section 11, under their names.
+//! - `properties`: proptest invariants over generated sessions and settings.
+//! - `snapshots`: what a model or a person sees (probe body, summarizer prompt, context).
+
+mod fixtures;
+mod properties;
+mod section_11;
+mod snapshots;

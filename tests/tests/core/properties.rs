@@ -1,0 +1,234 @@
+//! Invariants over generated sessions and settings.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use compaction_core::testing::{
+    EventFactory, InMemoryStore, RecordingSummarizer, ScriptedDecisionModel, SequentialIds, SteppingClock,
+};
+use compaction_core::{
+    CharsPerToken, ContextEntry, Engine, Event, GateDecision, GateInput, Outcome, Session, Settings,
+    TokenEstimator, assemble_context, completed_turns, coordinator_view, envelope_gate, extract_decision_state,
+};
+use proptest::prelude::*;
+use serde_json::Map;
+
+use crate::fixtures::key;
+
+/// One step of a generated conversation.
+#[derive(Debug, Clone)]
+enum Step {
+    /// A completed conversational turn reporting `tokens`.
+    Conversational { tokens: u64 },
+    /// A completed research turn with a scoped search pipeline reporting `scoped_tokens`.
+    Research { tokens: u64, scoped_tokens: u64 },
+    /// A turn with only tool calls (not completed).
+    ToolOnly,
+    /// A turn whose model call failed (not completed).
+    Errored,
+    /// A completed turn followed by a stray partial chunk.
+    TrailingPartial { tokens: u64 },
+    /// A rewind to the invocation `back` turns ago.
+    Rewind { back: usize },
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let tokens = 0u64..150_000;
+    prop_oneof![
+        4 => tokens.clone().prop_map(|tokens| Step::Conversational { tokens }),
+        3 => (tokens.clone(), 0u64..400_000).prop_map(|(tokens, scoped_tokens)| Step::Research { tokens, scoped_tokens }),
+        1 => Just(Step::ToolOnly),
+        1 => Just(Step::Errored),
+        1 => tokens.prop_map(|tokens| Step::TrailingPartial { tokens }),
+        1 => (1usize..4).prop_map(|back| Step::Rewind { back }),
+    ]
+}
+
+fn settings() -> impl Strategy<Value = Settings> {
+    (0i64..4, 0i64..7, 0i64..40_000, 40_000i64..160_000).prop_map(|(k, min, floor, ceiling)| Settings {
+        adaptive_compaction_retention_turns: k,
+        adaptive_compaction_min_turns: min,
+        adaptive_compaction_token_floor: floor,
+        adaptive_compaction_token_ceiling: ceiling,
+        ..Settings::default()
+    })
+}
+
+/// Every scoped event carries this marker; unscoped text never does.
+const SCOPED: &str = "SCOPED-PAYLOAD";
+
+fn apply(f: &mut EventFactory, events: &mut Vec<Event>, invocations: &mut Vec<String>, i: usize, step: &Step) {
+    let inv = format!("inv{i}");
+    let q = format!("question {i}");
+    match step {
+        Step::Conversational { tokens } => {
+            let mut turn = f.conversational_turn(&inv, &q, &format!("answer {i}"));
+            turn[1] = turn[1].clone().with_prompt_tokens(*tokens);
+            events.extend(turn);
+        }
+        Step::Research { tokens, scoped_tokens } => {
+            let scope = format!("search_pipeline:fc{i}");
+            events.push(f.user(&inv, &q));
+            events.push(f.function_call(&inv, "search_library"));
+            events.push(f.user(&inv, &format!("{SCOPED} sub-query {i}")).with_scope(scope.clone()));
+            events.push(
+                f.model(&inv, &format!("{SCOPED} ReAct {i}"))
+                    .with_scope(scope.clone())
+                    .with_prompt_tokens(*scoped_tokens),
+            );
+            events.push(f.function_response(&inv, "retrieve", &format!("{SCOPED} chunk {i}")).with_scope(scope));
+            events.push(f.function_response(&inv, "search_library", &format!("synthesis {i}\n# Cited Sources\n1. Ref {i}")));
+            events.push(f.model(&inv, &format!("findings {i}")).with_prompt_tokens(*tokens));
+        }
+        Step::ToolOnly => {
+            events.push(f.user(&inv, &q));
+            events.push(f.function_call(&inv, "search_online_literature"));
+        }
+        Step::Errored => {
+            events.push(f.user(&inv, &q));
+            let mut e = f.model(&inv, "");
+            e.content = None;
+            e.error_code = Some("INTERNAL".into());
+            events.push(e);
+        }
+        Step::TrailingPartial { tokens } => {
+            let mut turn = f.conversational_turn(&inv, &q, &format!("answer {i}"));
+            turn[1] = turn[1].clone().with_prompt_tokens(*tokens);
+            events.extend(turn);
+            let mut chunk = f.model(&inv, "answ");
+            chunk.partial = Some(true);
+            events.push(chunk);
+        }
+        Step::Rewind { back } => {
+            if let Some(target) = invocations.iter().rev().nth(back - 1).cloned() {
+                events.push(f.rewind(&inv, &target));
+            }
+        }
+    }
+    invocations.push(inv);
+}
+
+/// Replays `steps`, evaluating after each one, and checks the per-compaction invariants.
+fn replay(settings: Settings, steps: &[Step]) -> Result<(Session, Vec<String>), TestCaseError> {
+    let effective = settings.effective().expect("generated settings are valid");
+    let decision = Arc::new(ScriptedDecisionModel::constant(1.0));
+    let summarizer = Arc::new(RecordingSummarizer::new());
+    let store = Arc::new(InMemoryStore::new());
+    let engine = Engine::builder(
+        decision.clone(),
+        summarizer.clone(),
+        store.clone(),
+        Arc::new(SteppingClock::starting_at(1_900_000_000)),
+        Arc::new(SequentialIds::default()),
+    )
+    .settings(settings)
+    .build()
+    .expect("valid");
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let mut f = EventFactory::new();
+    let mut invocations = Vec::new();
+    store.insert(Session::new(key()));
+    for (i, s) in steps.iter().enumerate() {
+        let mut session = store.get(&key()).expect("stored");
+        apply(&mut f, &mut session.events, &mut invocations, i, s);
+        let before = session.events.clone();
+        store.insert(session);
+        let outcome = runtime.block_on(engine.evaluate_and_compact(&key()));
+        if let Outcome::Compressed(c) | Outcome::Forced(c) = &outcome {
+            let range = c.event.compaction().expect("a compaction event").clone();
+            let view = coordinator_view(&before);
+            let completed = completed_turns(&view);
+            let retained = &completed[completed.len().saturating_sub(effective.retention_turns)..];
+            let after = store.get(&key()).expect("stored").events;
+            let context = assemble_context(&after);
+            let verbatim: HashSet<&str> = context.events().map(|e| e.id.as_str()).collect();
+            for turn in retained {
+                for event in &turn.events {
+                    // Never in the slice…
+                    prop_assert!(event.timestamp > range.end_timestamp, "retained event {} was sliced", event.id);
+                    // …and present verbatim in the next prompt.
+                    prop_assert!(verbatim.contains(event.id.as_str()), "retained event {} missing", event.id);
+                }
+            }
+        }
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for r in decision.requests() {
+        seen.push(r.state.earlier_discussion);
+        seen.push(r.state.latest_turn);
+    }
+    for r in summarizer.requests() {
+        seen.push(r.prompt);
+        seen.extend(r.turns.iter().flat_map(|t| t.tool_outputs.clone()));
+    }
+    Ok((store.get(&key()).expect("stored"), seen))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// The last K completed turns are never sliced and stay verbatim (checked inside `replay`);
+    /// the context holds at most one summary and covers every unscoped event exactly once,
+    /// either by the summary's range or verbatim.
+    #[test]
+    fn context_covers_every_unscoped_event_once(settings in settings(), steps in prop::collection::vec(step(), 1..28)) {
+        let (session, _) = replay(settings, &steps)?;
+        let context = assemble_context(&session.events);
+        let summaries: Vec<_> = context.entries.iter().filter(|e| matches!(e, ContextEntry::Summary(_))).collect();
+        prop_assert!(summaries.len() <= 1);
+        let summary = context.summary().map(|s| s.compaction.clone());
+        let verbatim: Vec<&str> = context.events().map(|e| e.id.as_str()).collect();
+        let unique: HashSet<&str> = verbatim.iter().copied().collect();
+        prop_assert_eq!(unique.len(), verbatim.len(), "an event appears twice");
+        for event in coordinator_view(&session.events).into_iter().filter(|e| e.compaction().is_none()) {
+            let covered = summary.as_ref().is_some_and(|s| s.covers(event.timestamp));
+            prop_assert!(covered != unique.contains(event.id.as_str()), "event {} covered={covered}", event.id);
+        }
+    }
+
+    /// No scoped event reaches the decision state, the summarizer prompt or the context.
+    #[test]
+    fn scoped_events_never_leak(settings in settings(), steps in prop::collection::vec(step(), 1..28)) {
+        let (session, seen) = replay(settings, &steps)?;
+        for text in seen {
+            prop_assert!(!text.contains(SCOPED), "scoped payload leaked: {text}");
+        }
+        prop_assert!(!assemble_context(&session.events).render().contains(SCOPED));
+    }
+
+    /// effective_min_turns = max(min_turns, K + 1), with a warning exactly when it clamps.
+    #[test]
+    fn the_clamp(k in 0i64..64, min in 0i64..64) {
+        let e = Settings { adaptive_compaction_retention_turns: k, adaptive_compaction_min_turns: min, ..Settings::default() }
+            .effective().expect("valid");
+        prop_assert_eq!(e.min_turns as i64, min.max(k + 1));
+        prop_assert_eq!(e.clamp_warning.is_some(), min <= k);
+        prop_assert!(e.min_turns > e.retention_turns);
+    }
+
+    /// More turns or more tokens never make the gate less eager.
+    #[test]
+    fn the_gate_is_monotone(settings in settings(), turns in 0usize..12, more_turns in 0usize..5, tokens in 0u64..200_000, more_tokens in 0u64..100_000) {
+        let s = settings.effective().expect("valid");
+        let rank = |d: GateDecision| match d { GateDecision::FastExit(_) => 0, GateDecision::Probe => 1, GateDecision::ForceCompress => 2 };
+        let low = envelope_gate(&s, GateInput { completed_turns_since_compaction: turns, coordinator_prompt_tokens: Some(tokens) });
+        let high = envelope_gate(&s, GateInput { completed_turns_since_compaction: turns + more_turns, coordinator_prompt_tokens: Some(tokens + more_tokens) });
+        prop_assert!(rank(low) <= rank(high), "{low:?} then {high:?}");
+    }
+
+    /// The decision state never exceeds its token budget, and keeps the latest turn.
+    #[test]
+    fn the_decision_state_fits_its_budget(texts in prop::collection::vec(("[a-z ]{1,80}", "[a-z .]{0,400}"), 1..12), budget in 30usize..600) {
+        let mut f = EventFactory::new();
+        let mut events = Vec::new();
+        for (i, (q, a)) in texts.iter().enumerate() {
+            events.extend(f.conversational_turn(&format!("i{i}"), &format!("{q}?"), &format!("{a}.")));
+        }
+        let view = coordinator_view(&events);
+        let turns = completed_turns(&view);
+        let state = extract_decision_state(&turns, &Map::new(), &CharsPerToken, budget).expect("a completed turn");
+        let cost = CharsPerToken.estimate(&state.earlier_discussion) + CharsPerToken.estimate(&state.latest_turn);
+        prop_assert!(cost <= budget, "{cost} > {budget}");
+        prop_assert!(state.latest_turn.starts_with("**User**: "));
+    }
+}
