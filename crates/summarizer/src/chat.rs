@@ -1,0 +1,267 @@
+//! The chat-completions summarizer: one `POST {base_url}/chat/completions` to any
+//! OpenAI-compatible endpoint (OpenRouter by default) with a system instruction for academic
+//! research conversations and the core's consolidation prompt as the user message.
+//!
+//! An empty or whitespace summary, a reply cut at the output-token limit
+//! (`finish_reason: "length"`) and a refusal are errors, so the engine writes nothing. A
+//! **refusal** is a non-empty `message.refusal` string or `finish_reason: "content_filter"`;
+//! the reply's wording is never guessed at. A 200 answer carrying an `error` object (OpenRouter
+//! reports some upstream failures that way) is an error too.
+//!
+//! **Model slug:** the settings slug (`compaction_summarizer_model`) carries a provider prefix,
+//! `openrouter/nvidia/nemotron-3.5-lightning:free`. When the base URL is OpenRouter's, a
+//! leading `openrouter/` is stripped before sending (`nvidia/nemotron-3.5-lightning:free`);
+//! for any other host the slug is sent exactly as configured.
+
+use async_trait::async_trait;
+use compaction_core::{AdapterError, ModelInfo, Summarizer, Summary, SummaryRequest, TokenUsage};
+use decision_client::http::{ApiKey, JsonClient, join_url};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::config::SummarizerConfig;
+use crate::error::SummarizerError;
+
+/// The system instruction sent before the consolidation prompt.
+pub const SYSTEM_PROMPT: &str = "\
+You consolidate an academic research conversation into one summary that replaces its earlier \
+turns in the research assistant's context.
+
+Rules:
+- Start with the heading `## Comprehensive Conversation Summary` and write Markdown.
+- Merge the existing summary (when there is one) and the new completed turns into one unified \
+summary. Keep every fact of the existing summary unless a new turn corrects it.
+- Keep each research question the user asked, the findings and conclusions, the methods, \
+datasets and models used, every number with its unit, and the open questions and next steps.
+- Keep every citation exactly as written: DOIs, arXiv ids and author-year references.
+- End with a `## Cited Sources` section that lists, one per line starting with `- `, every entry \
+of every `# Cited Sources`, `References` or `Sources carried forward` section, copied verbatim.
+- Leave out greetings, tool-call mechanics and chunk ids. Never invent a finding or a source.
+- Reply with the summary only.";
+
+const OPENROUTER_PREFIX: &str = "openrouter/";
+
+/// Consolidates through an OpenAI-compatible chat-completions endpoint.
+#[derive(Debug, Clone)]
+pub struct ChatSummarizer {
+    client: JsonClient,
+    base_url: String,
+    url: String,
+    key: Option<ApiKey>,
+    model: String,
+    max_tokens: u32,
+    info: ModelInfo,
+}
+
+#[derive(Serialize)]
+struct Message<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+struct ChatRequest<'a> {
+    model: String,
+    messages: [Message<'a>; 2],
+    temperature: f64,
+    max_tokens: u32,
+}
+
+/// The host part of a URL (`openrouter.ai`, `127.0.0.1:8080`).
+fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split(['/', '?', '#']).next().unwrap_or(rest)
+}
+
+fn is_openrouter(base_url: &str) -> bool {
+    let host = host_of(base_url);
+    host == "openrouter.ai" || host.ends_with(".openrouter.ai")
+}
+
+/// The slug to send for `configured` at `base_url`: `openrouter/` stripped for OpenRouter.
+pub fn wire_model(base_url: &str, configured: &str) -> String {
+    let configured = configured.trim();
+    if is_openrouter(base_url) {
+        configured
+            .strip_prefix(OPENROUTER_PREFIX)
+            .unwrap_or(configured)
+            .to_owned()
+    } else {
+        configured.to_owned()
+    }
+}
+
+impl ChatSummarizer {
+    /// A summarizer for `model` (the settings slug) at `config.base_url`, sending `key` when
+    /// given.
+    pub fn new(
+        config: &SummarizerConfig,
+        model: &str,
+        key: Option<ApiKey>,
+    ) -> Result<ChatSummarizer, SummarizerError> {
+        let client = JsonClient::new(config.timeout())?;
+        let model = wire_model(&config.base_url, model);
+        let info = ModelInfo {
+            system: if is_openrouter(&config.base_url) {
+                "openrouter".into()
+            } else {
+                "openai".into()
+            },
+            provider: host_of(&config.base_url).to_owned(),
+            model: model.clone(),
+        };
+        Ok(ChatSummarizer {
+            client,
+            base_url: config.base_url.clone(),
+            url: join_url(&config.base_url, "chat/completions"),
+            key,
+            model,
+            max_tokens: config.max_output_tokens,
+            info,
+        })
+    }
+
+    /// The endpoint called.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The request body for `request`, as sent.
+    pub fn request_body(&self, request: &SummaryRequest) -> Value {
+        serde_json::to_value(self.body(request)).unwrap_or(Value::Null)
+    }
+
+    fn body<'a>(&'a self, request: &'a SummaryRequest) -> ChatRequest<'a> {
+        // The request's slug is the engine's current setting; it wins over the one this
+        // adapter was built with.
+        let model = if request.model.trim().is_empty() {
+            self.model.clone()
+        } else {
+            wire_model(&self.base_url, &request.model)
+        };
+        ChatRequest {
+            model,
+            messages: [
+                Message {
+                    role: "system",
+                    content: SYSTEM_PROMPT,
+                },
+                Message {
+                    role: "user",
+                    content: &request.prompt,
+                },
+            ],
+            temperature: 0.0,
+            max_tokens: self.max_tokens,
+        }
+    }
+
+    /// Reads a chat completion: the summary, or why there is none.
+    fn parse(&self, body: &Value) -> Result<Summary, SummarizerError> {
+        let url = &self.url;
+        if let Some(error) = body.get("error").filter(|e| !e.is_null()) {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_owned);
+            return Err(SummarizerError::Upstream {
+                url: url.clone(),
+                message: message.chars().take(300).collect(),
+            });
+        }
+        let malformed = |reason: &str| SummarizerError::Malformed {
+            url: url.clone(),
+            reason: reason.to_owned(),
+        };
+        let choice = body
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+            .ok_or_else(|| malformed("no `choices[0]`"))?;
+        let message = choice
+            .get("message")
+            .and_then(Value::as_object)
+            .ok_or_else(|| malformed("no `choices[0].message` object"))?;
+        let finish_reason = choice.get("finish_reason").and_then(Value::as_str);
+        if let Some(refusal) = message
+            .get("refusal")
+            .and_then(Value::as_str)
+            .filter(|r| !r.trim().is_empty())
+        {
+            return Err(SummarizerError::Refused {
+                url: url.clone(),
+                reason: refusal.chars().take(300).collect(),
+            });
+        }
+        if finish_reason == Some("content_filter") {
+            return Err(SummarizerError::Refused {
+                url: url.clone(),
+                reason: "finish_reason \"content_filter\"".into(),
+            });
+        }
+        if finish_reason == Some("length") {
+            return Err(SummarizerError::Truncated {
+                url: url.clone(),
+                max_tokens: self.max_tokens,
+            });
+        }
+        let text = match message.get("content") {
+            Some(Value::String(s)) => s.trim(),
+            None | Some(Value::Null) => "",
+            Some(_) => return Err(malformed("`choices[0].message.content` is not a string")),
+        };
+        if text.is_empty() {
+            return Err(SummarizerError::EmptySummary {
+                source_name: url.clone(),
+            });
+        }
+        let usage = body.get("usage").map(|u| TokenUsage {
+            input: u.get("prompt_tokens").and_then(Value::as_u64),
+            output: u.get("completion_tokens").and_then(Value::as_u64),
+        });
+        Ok(Summary {
+            text: text.to_owned(),
+            served_model: body.get("model").and_then(Value::as_str).map(str::to_owned),
+            usage,
+        })
+    }
+}
+
+#[async_trait]
+impl Summarizer for ChatSummarizer {
+    fn info(&self) -> ModelInfo {
+        self.info.clone()
+    }
+
+    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, AdapterError> {
+        let response = self
+            .client
+            .post_json(&self.url, self.key.as_ref(), &self.body(request))
+            .await
+            .map_err(SummarizerError::from)?;
+        let summary = self.parse(&response.body)?;
+        tracing::debug!(
+            model = %self.model,
+            served_model = summary.served_model.as_deref().unwrap_or(""),
+            chars = summary.text.len(),
+            "chat summarizer answered"
+        );
+        Ok(summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_openrouter_prefix_is_stripped_only_for_openrouter() {
+        let slug = "openrouter/nvidia/nemotron-3.5-lightning:free";
+        assert_eq!(
+            wire_model("https://openrouter.ai/api/v1", slug),
+            "nvidia/nemotron-3.5-lightning:free"
+        );
+        assert_eq!(wire_model("http://127.0.0.1:8000/v1", slug), slug);
+        assert_eq!(host_of("http://127.0.0.1:8000/v1"), "127.0.0.1:8000");
+    }
+}

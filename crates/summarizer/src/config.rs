@@ -1,0 +1,307 @@
+//! The summarizer's own keys in the shared JSON config file, beside the spec's eight.
+//!
+//! | key | type | default | meaning |
+//! |---|---|---|---|
+//! | `summarizer_adapter` | `"auto"` \| `"chat"` \| `"offline"` | `"auto"` | which summarizer runs (see [`crate::factory`]) |
+//! | `summarizer_base_url` | URL | `https://openrouter.ai/api/v1` | OpenAI-compatible base; `/chat/completions` is appended |
+//! | `summarizer_api_key_env` | env var name | `OPENROUTER_API_KEY` | where the bearer key is read; `""` sends no key (local servers) |
+//! | `summarizer_timeout_secs` | integer 1–600 | `60` | hard timeout of one chat-completions call |
+//! | `summarizer_max_output_tokens` | integer 64–65536 | `4096` | `max_tokens` sent; a reply cut there is an error |
+//! | `summarizer_offline_max_chars` | integer 500–200000 | `8000` | bound on the offline summary's prose (the sources section is never cut) |
+//!
+//! Every other `summarizer_*` key is an error naming the key; keys without that prefix
+//! belong to other components and are ignored here.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Key: which adapter runs.
+pub const KEY_ADAPTER: &str = "summarizer_adapter";
+/// Key: OpenAI-compatible base URL.
+pub const KEY_BASE_URL: &str = "summarizer_base_url";
+/// Key: the environment variable that holds the API key.
+pub const KEY_API_KEY_ENV: &str = "summarizer_api_key_env";
+/// Key: chat-completions timeout in seconds.
+pub const KEY_TIMEOUT_SECS: &str = "summarizer_timeout_secs";
+/// Key: `max_tokens` of the chat-completions request.
+pub const KEY_MAX_OUTPUT_TOKENS: &str = "summarizer_max_output_tokens";
+/// Key: the offline summary's prose bound, in characters.
+pub const KEY_OFFLINE_MAX_CHARS: &str = "summarizer_offline_max_chars";
+
+/// Every key this crate reads, in table order.
+pub const KEYS: [&str; 6] = [
+    KEY_ADAPTER,
+    KEY_BASE_URL,
+    KEY_API_KEY_ENV,
+    KEY_TIMEOUT_SECS,
+    KEY_MAX_OUTPUT_TOKENS,
+    KEY_OFFLINE_MAX_CHARS,
+];
+
+/// Which summarizer the factory builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AdapterChoice {
+    /// Chat completions when the API key variable is set, otherwise offline.
+    #[default]
+    Auto,
+    /// Chat completions; an unset key variable is an error.
+    Chat,
+    /// The offline extractive summarizer, whatever the environment.
+    Offline,
+}
+
+/// The summarizer's configuration. Build it with [`SummarizerConfig::from_map`] or
+/// [`SummarizerConfig::default`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummarizerConfig {
+    /// `summarizer_adapter`.
+    pub adapter: AdapterChoice,
+    /// `summarizer_base_url`.
+    pub base_url: String,
+    /// `summarizer_api_key_env`; empty means "send no key".
+    pub api_key_env: String,
+    /// `summarizer_timeout_secs`.
+    pub timeout_secs: u64,
+    /// `summarizer_max_output_tokens`.
+    pub max_output_tokens: u32,
+    /// `summarizer_offline_max_chars`.
+    pub offline_max_chars: usize,
+}
+
+/// The default base URL (OpenRouter).
+pub const DEFAULT_BASE_URL: &str = "https://openrouter.ai/api/v1";
+/// The default key variable.
+pub const DEFAULT_API_KEY_ENV: &str = "OPENROUTER_API_KEY";
+
+impl Default for SummarizerConfig {
+    fn default() -> Self {
+        SummarizerConfig {
+            adapter: AdapterChoice::Auto,
+            base_url: DEFAULT_BASE_URL.to_owned(),
+            api_key_env: DEFAULT_API_KEY_ENV.to_owned(),
+            timeout_secs: 60,
+            max_output_tokens: 4096,
+            offline_max_chars: 8000,
+        }
+    }
+}
+
+/// A summarizer key in the config file is unknown or has a bad value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A `summarizer_*` key this crate does not know.
+    #[error("unknown key {key}; the summarizer keys are: {}", KEYS.join(", "))]
+    UnknownKey {
+        /// The key found.
+        key: String,
+    },
+    /// A value of the wrong type or outside its range.
+    #[error("{key} must be {expected}, got {found}")]
+    InvalidValue {
+        /// The key.
+        key: &'static str,
+        /// The expected form.
+        expected: &'static str,
+        /// The value found, as JSON.
+        found: String,
+    },
+}
+
+fn invalid(key: &'static str, expected: &'static str, found: &Value) -> ConfigError {
+    ConfigError::InvalidValue {
+        key,
+        expected,
+        found: found.to_string(),
+    }
+}
+
+fn integer_in(
+    key: &'static str,
+    expected: &'static str,
+    value: &Value,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<u64, ConfigError> {
+    value
+        .as_u64()
+        .filter(|v| range.contains(v))
+        .ok_or_else(|| invalid(key, expected, value))
+}
+
+fn is_env_var_name(name: &str) -> bool {
+    name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+}
+
+impl SummarizerConfig {
+    /// Reads the `summarizer_*` keys of a config file's top-level object; absent keys take
+    /// their defaults, other components' keys are ignored.
+    pub fn from_map(map: &Map<String, Value>) -> Result<SummarizerConfig, ConfigError> {
+        let mut config = SummarizerConfig::default();
+        for (key, value) in map {
+            match key.as_str() {
+                KEY_ADAPTER => {
+                    config.adapter = match value.as_str() {
+                        Some("auto") => AdapterChoice::Auto,
+                        Some("chat") => AdapterChoice::Chat,
+                        Some("offline") => AdapterChoice::Offline,
+                        _ => {
+                            return Err(invalid(
+                                KEY_ADAPTER,
+                                "one of \"auto\", \"chat\", \"offline\"",
+                                value,
+                            ));
+                        }
+                    }
+                }
+                KEY_BASE_URL => {
+                    config.base_url = value
+                        .as_str()
+                        .map(str::trim)
+                        .filter(|u| {
+                            (u.starts_with("http://") || u.starts_with("https://"))
+                                && u.len() > "https://".len()
+                        })
+                        .ok_or_else(|| {
+                            invalid(KEY_BASE_URL, "an http:// or https:// URL string", value)
+                        })?
+                        .to_owned();
+                }
+                KEY_API_KEY_ENV => {
+                    config.api_key_env = value
+                        .as_str()
+                        .filter(|v| is_env_var_name(v))
+                        .ok_or_else(|| {
+                            invalid(
+                                KEY_API_KEY_ENV,
+                                "an environment variable name (letters, digits, _) or \"\"",
+                                value,
+                            )
+                        })?
+                        .to_owned();
+                }
+                KEY_TIMEOUT_SECS => {
+                    config.timeout_secs =
+                        integer_in(KEY_TIMEOUT_SECS, "an integer from 1 to 600", value, 1..=600)?;
+                }
+                KEY_MAX_OUTPUT_TOKENS => {
+                    let v = integer_in(
+                        KEY_MAX_OUTPUT_TOKENS,
+                        "an integer from 64 to 65536",
+                        value,
+                        64..=65_536,
+                    )?;
+                    config.max_output_tokens = u32::try_from(v).unwrap_or(u32::MAX);
+                }
+                KEY_OFFLINE_MAX_CHARS => {
+                    let v = integer_in(
+                        KEY_OFFLINE_MAX_CHARS,
+                        "an integer from 500 to 200000",
+                        value,
+                        500..=200_000,
+                    )?;
+                    config.offline_max_chars = usize::try_from(v).unwrap_or(usize::MAX);
+                }
+                other if other.starts_with("summarizer_") => {
+                    return Err(ConfigError::UnknownKey {
+                        key: other.to_owned(),
+                    });
+                }
+                _ => {}
+            }
+        }
+        Ok(config)
+    }
+
+    /// The chat-completions timeout.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs(self.timeout_secs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(value: Value) -> Result<SummarizerConfig, ConfigError> {
+        match value {
+            Value::Object(map) => SummarizerConfig::from_map(&map),
+            _ => unreachable!("tests pass objects"),
+        }
+    }
+
+    #[test]
+    fn absent_keys_take_defaults_and_foreign_keys_are_ignored() {
+        let config = parse(json!({
+            "compaction_summarizer_model": "x/y",
+            "adaptive_compaction_threshold": 0.5,
+        }))
+        .unwrap();
+        assert_eq!(config, SummarizerConfig::default());
+    }
+
+    #[test]
+    fn every_key_is_read() {
+        let config = parse(json!({
+            "summarizer_adapter": "chat",
+            "summarizer_base_url": "http://localhost:8000/v1",
+            "summarizer_api_key_env": "",
+            "summarizer_timeout_secs": 5,
+            "summarizer_max_output_tokens": 1000,
+            "summarizer_offline_max_chars": 1200,
+        }))
+        .unwrap();
+        assert_eq!(
+            config,
+            SummarizerConfig {
+                adapter: AdapterChoice::Chat,
+                base_url: "http://localhost:8000/v1".into(),
+                api_key_env: String::new(),
+                timeout_secs: 5,
+                max_output_tokens: 1000,
+                offline_max_chars: 1200,
+            }
+        );
+    }
+
+    #[test]
+    fn errors_name_the_key_the_expected_form_and_the_value() {
+        let cases = [
+            (
+                json!({"summarizer_adapter": "gpt"}),
+                "summarizer_adapter must be one of \"auto\", \"chat\", \"offline\", got \"gpt\"",
+            ),
+            (
+                json!({"summarizer_timeout_secs": 0}),
+                "summarizer_timeout_secs must be an integer from 1 to 600, got 0",
+            ),
+            (
+                json!({"summarizer_timeout_secs": "60"}),
+                "summarizer_timeout_secs must be an integer from 1 to 600, got \"60\"",
+            ),
+            (
+                json!({"summarizer_base_url": "openrouter.ai"}),
+                "summarizer_base_url must be an http:// or https:// URL string, got \"openrouter.ai\"",
+            ),
+            (
+                json!({"summarizer_api_key_env": "MY KEY"}),
+                "summarizer_api_key_env must be an environment variable name (letters, digits, _) or \"\", got \"MY KEY\"",
+            ),
+            (
+                json!({"summarizer_offline_max_chars": 10}),
+                "summarizer_offline_max_chars must be an integer from 500 to 200000, got 10",
+            ),
+            (
+                json!({"summarizer_modle": "x"}),
+                "unknown key summarizer_modle; the summarizer keys are: summarizer_adapter, summarizer_base_url, summarizer_api_key_env, summarizer_timeout_secs, summarizer_max_output_tokens, summarizer_offline_max_chars",
+            ),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(parse(input).unwrap_err().to_string(), expected);
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! Why a consolidation produced no summary. Messages name the endpoint and the model, never
+//! the API key.
+
+use decision_client::http::HttpError;
+
+/// A summarizer failed; the engine writes nothing (fail-open).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SummarizerError {
+    /// The HTTP exchange failed (timeout, 401/403, 429, other status, invalid JSON, transport).
+    #[error("summarizer request failed: {0}")]
+    Http(#[from] HttpError),
+    /// The host answered 200 with an `error` object instead of a completion.
+    #[error("{url}: the host returned an error instead of a summary: {message}")]
+    Upstream {
+        /// The endpoint.
+        url: String,
+        /// The host's message (at most 300 characters).
+        message: String,
+    },
+    /// The body was JSON but not a chat completion.
+    #[error("{url}: malformed chat completion: {reason}")]
+    Malformed {
+        /// The endpoint.
+        url: String,
+        /// What was missing or mistyped.
+        reason: String,
+    },
+    /// The summary was empty or whitespace.
+    #[error("{source_name} returned an empty summary")]
+    EmptySummary {
+        /// The endpoint or summarizer that answered.
+        source_name: String,
+    },
+    /// The reply was cut by the output-token limit (`finish_reason: "length"`).
+    #[error(
+        "{url}: the summary was truncated at the output-token limit (finish_reason \"length\"); \
+         raise summarizer_max_output_tokens ({max_tokens})"
+    )]
+    Truncated {
+        /// The endpoint.
+        url: String,
+        /// The configured limit.
+        max_tokens: u32,
+    },
+    /// The model refused (`message.refusal` set, or `finish_reason: "content_filter"`).
+    #[error("{url}: the model refused to summarize: {reason}")]
+    Refused {
+        /// The endpoint.
+        url: String,
+        /// The refusal text or the finish reason.
+        reason: String,
+    },
+}

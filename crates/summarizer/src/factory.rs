@@ -1,0 +1,181 @@
+//! Which summarizer runs, from the settings, the summarizer config and the environment.
+//!
+//! | `summarizer_adapter` | key variable set | result |
+//! |---|---|---|
+//! | `auto` (default) | yes | chat completions at `summarizer_base_url` |
+//! | `auto` | no | offline extractive ("`OPENROUTER_API_KEY` is not set") |
+//! | `auto` or `chat`, `summarizer_api_key_env = ""` | — | chat completions without a key (local servers) |
+//! | `chat` | no | error naming the variable |
+//! | `offline` | — | offline extractive |
+//!
+//! Whatever runs is wrapped in [`WithCitationLedger`], and the reason is returned for the
+//! CLI's banner and the logs.
+
+use std::sync::Arc;
+
+use compaction_core::{EffectiveSettings, Summarizer};
+use decision_client::http::ApiKey;
+
+use crate::chat::ChatSummarizer;
+use crate::config::{AdapterChoice, KEY_ADAPTER, SummarizerConfig};
+use crate::error::SummarizerError;
+use crate::ledger::WithCitationLedger;
+use crate::offline::OfflineSummarizer;
+
+/// The summarizer chosen and why.
+#[derive(Clone)]
+pub struct Selected {
+    /// The summarizer, wrapped in the citation ledger.
+    pub summarizer: Arc<dyn Summarizer>,
+    /// One line saying which summarizer runs and why (never the key).
+    pub reason: String,
+}
+
+impl std::fmt::Debug for Selected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Selected")
+            .field("summarizer", &self.summarizer.info())
+            .field("reason", &self.reason)
+            .finish()
+    }
+}
+
+/// No summarizer could be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FactoryError {
+    /// `summarizer_adapter` is `"chat"` but the key variable is unset or blank.
+    #[error(
+        "{KEY_ADAPTER} is \"chat\" but the environment variable {var} is not set; set it, set \
+         summarizer_api_key_env to \"\" for a server without keys, or use \"auto\"/\"offline\""
+    )]
+    MissingKey {
+        /// The variable named by `summarizer_api_key_env`.
+        var: String,
+    },
+    /// The HTTP client could not be built.
+    #[error("cannot build the chat summarizer: {0}")]
+    Client(#[from] SummarizerError),
+}
+
+/// Builds the summarizer `config` asks for. `env` looks up an environment variable (pass
+/// `|name| std::env::var(name).ok()` in production); a blank value counts as unset.
+pub fn build_summarizer(
+    settings: &EffectiveSettings,
+    config: &SummarizerConfig,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Selected, FactoryError> {
+    let offline = |why: String| Selected {
+        summarizer: Arc::new(WithCitationLedger::new(OfflineSummarizer::new(
+            config.offline_max_chars,
+        ))),
+        reason: format!("offline extractive summarizer: {why}"),
+    };
+    if config.adapter == AdapterChoice::Offline {
+        return Ok(offline(format!("{KEY_ADAPTER} is \"offline\"")));
+    }
+    let key = if config.api_key_env.is_empty() {
+        None
+    } else {
+        match env(&config.api_key_env).filter(|v| !v.trim().is_empty()) {
+            Some(secret) => Some(ApiKey::new(secret.trim())),
+            None if config.adapter == AdapterChoice::Chat => {
+                return Err(FactoryError::MissingKey {
+                    var: config.api_key_env.clone(),
+                });
+            }
+            None => return Ok(offline(format!("{} is not set", config.api_key_env))),
+        }
+    };
+    let chat = ChatSummarizer::new(config, &settings.summarizer_model, key)?;
+    let auth = if config.api_key_env.is_empty() {
+        "no API key (summarizer_api_key_env is \"\")".to_owned()
+    } else {
+        format!("key from {}", config.api_key_env)
+    };
+    let reason = format!(
+        "chat-completions summarizer: {} at {} ({auth})",
+        chat.info().model,
+        chat.url()
+    );
+    Ok(Selected {
+        summarizer: Arc::new(WithCitationLedger::new(chat)),
+        reason,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use compaction_core::Settings;
+
+    fn settings() -> EffectiveSettings {
+        Settings::default().effective().unwrap()
+    }
+
+    #[test]
+    fn auto_falls_back_to_offline_without_a_key() {
+        let selected =
+            build_summarizer(&settings(), &SummarizerConfig::default(), |_| None).unwrap();
+        assert_eq!(
+            selected.reason,
+            "offline extractive summarizer: OPENROUTER_API_KEY is not set"
+        );
+        assert_eq!(selected.summarizer.info().system, "offline");
+        let blank = build_summarizer(&settings(), &SummarizerConfig::default(), |_| {
+            Some("  ".into())
+        })
+        .unwrap();
+        assert_eq!(blank.summarizer.info().system, "offline");
+    }
+
+    #[test]
+    fn auto_uses_chat_with_a_key_and_never_shows_it() {
+        let selected = build_summarizer(&settings(), &SummarizerConfig::default(), |name| {
+            (name == "OPENROUTER_API_KEY").then(|| "sk-or-secret".to_owned())
+        })
+        .unwrap();
+        assert_eq!(
+            selected.reason,
+            "chat-completions summarizer: nvidia/nemotron-3.5-lightning:free at \
+             https://openrouter.ai/api/v1/chat/completions (key from OPENROUTER_API_KEY)"
+        );
+        assert_eq!(selected.summarizer.info().provider, "openrouter.ai");
+        assert!(!format!("{selected:?}").contains("sk-or-secret"));
+    }
+
+    #[test]
+    fn chat_without_a_key_is_an_error_naming_the_variable() {
+        let config = SummarizerConfig {
+            adapter: AdapterChoice::Chat,
+            api_key_env: "MY_KEY".into(),
+            ..SummarizerConfig::default()
+        };
+        let err = build_summarizer(&settings(), &config, |_| None).unwrap_err();
+        assert!(err.to_string().contains("MY_KEY"), "{err}");
+    }
+
+    #[test]
+    fn offline_and_keyless_choices() {
+        let offline = SummarizerConfig {
+            adapter: AdapterChoice::Offline,
+            ..SummarizerConfig::default()
+        };
+        let selected = build_summarizer(&settings(), &offline, |_| Some("sk".into())).unwrap();
+        assert_eq!(
+            selected.reason,
+            "offline extractive summarizer: summarizer_adapter is \"offline\""
+        );
+        let local = SummarizerConfig {
+            base_url: "http://127.0.0.1:8000/v1".into(),
+            api_key_env: String::new(),
+            ..SummarizerConfig::default()
+        };
+        let selected = build_summarizer(&settings(), &local, |_| None).unwrap();
+        assert_eq!(
+            selected.reason,
+            "chat-completions summarizer: openrouter/nvidia/nemotron-3.5-lightning:free at \
+             http://127.0.0.1:8000/v1/chat/completions (no API key (summarizer_api_key_env is \"\"))"
+        );
+    }
+}

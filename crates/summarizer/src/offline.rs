@@ -1,0 +1,338 @@
+//! The offline extractive summarizer: the embedded default when no API key is configured.
+//!
+//! Deterministic and network-free. For each new turn it keeps a **topic**: the user's
+//! question as a `### Q:` heading, the key sentences of the answer (`- Finding:`), and every
+//! sentence of the answer or of the tool syntheses that states a number with its unit
+//! (`- Figure:`). Rolling consolidation parses the previous summary back into topics (a
+//! summary written by another summarizer becomes one `### Earlier summary` topic) and puts
+//! the new topics after them. Every citation of the previous summary and of the turns is
+//! listed once under `## Cited Sources`, from the [`CitationLedger`].
+//!
+//! **The bound:** the prose (title, topics and the condensation note) never exceeds
+//! `summarizer_offline_max_chars` characters. Over the bound it drops, oldest topic first,
+//! finding lines, then figure lines, then whole topics (never the newest), and finally cuts
+//! the text; a note says how much was left out. The `## Cited Sources` section is never
+//! bounded: sources are the one thing a summary may not lose.
+
+use async_trait::async_trait;
+use compaction_core::{AdapterError, ModelInfo, Summarizer, Summary, SummaryRequest, TurnDigest};
+
+use crate::citation;
+use crate::ledger::CitationLedger;
+use crate::text::{collapse, cut, has_numeric_finding, sentences};
+
+/// The summary's first line.
+pub const TITLE: &str = "## Comprehensive Conversation Summary";
+/// The heading of the sources section.
+pub const SOURCES_HEADING: &str = "## Cited Sources";
+/// The model name reported.
+pub const MODEL_NAME: &str = "offline-extractive";
+
+const TOPIC_PREFIX: &str = "### ";
+const QUESTION_PREFIX: &str = "### Q: ";
+const FOREIGN_HEADING: &str = "### Earlier summary";
+const FINDING: &str = "- Finding: ";
+const FIGURE: &str = "- Figure: ";
+const NOTE_PREFIX: &str = "_Condensed to stay within";
+/// Key sentences kept per answer, besides the numeric ones.
+const FINDINGS_PER_TURN: usize = 3;
+/// Longest question heading, in characters.
+const MAX_QUESTION_CHARS: usize = 240;
+/// Longest finding or figure line, in characters.
+const MAX_LINE_CHARS: usize = 400;
+/// Room kept for the condensation note when the bound bites.
+const NOTE_RESERVE: usize = 160;
+
+/// Words that mark a sentence as a result or conclusion.
+const SIGNAL_WORDS: [&str; 24] = [
+    "found",
+    "find",
+    "finds",
+    "show",
+    "shows",
+    "showed",
+    "demonstrate",
+    "indicate",
+    "suggest",
+    "conclude",
+    "result",
+    "achieve",
+    "improve",
+    "reduce",
+    "increase",
+    "decrease",
+    "outperform",
+    "compared",
+    "higher",
+    "lower",
+    "because",
+    "therefore",
+    "limit",
+    "whereas",
+];
+
+/// How a line fares when the bound bites: lower is kept longer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Priority {
+    Figure,
+    Finding,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Topic {
+    heading: String,
+    lines: Vec<(Priority, String)>,
+}
+
+impl Topic {
+    fn chars(&self) -> usize {
+        // Heading, its newline, each line with its newline, and the blank separator line.
+        self.heading.chars().count()
+            + 2
+            + self
+                .lines
+                .iter()
+                .map(|(_, l)| l.chars().count() + 1)
+                .sum::<usize>()
+    }
+
+    fn render(&self, out: &mut String) {
+        out.push_str(&self.heading);
+        for (_, line) in &self.lines {
+            out.push('\n');
+            out.push_str(line);
+        }
+    }
+}
+
+/// The deterministic, network-free summarizer.
+#[derive(Debug, Clone)]
+pub struct OfflineSummarizer {
+    max_chars: usize,
+}
+
+impl OfflineSummarizer {
+    /// A summarizer whose prose stays within `max_chars` characters (at least 200).
+    pub fn new(max_chars: usize) -> Self {
+        OfflineSummarizer {
+            max_chars: max_chars.max(200),
+        }
+    }
+
+    /// The prose bound.
+    pub fn max_chars(&self) -> usize {
+        self.max_chars
+    }
+
+    /// The consolidated summary of `request`, with its `## Cited Sources` section.
+    pub fn consolidate(&self, request: &SummaryRequest) -> String {
+        let mut topics = request
+            .previous_summary
+            .as_deref()
+            .map(parse_previous)
+            .unwrap_or_default();
+        topics.extend(request.turns.iter().map(topic_of));
+        let prose = self.bounded_prose(topics);
+        let sources = CitationLedger::from_request(request).render_all(SOURCES_HEADING);
+        if sources.is_empty() {
+            prose
+        } else {
+            format!("{prose}\n\n{sources}")
+        }
+    }
+
+    /// Renders the topics within the bound, condensing oldest-first when needed.
+    fn bounded_prose(&self, mut topics: Vec<Topic>) -> String {
+        let fixed = TITLE.chars().count() + 2;
+        let total = |topics: &[Topic]| fixed + topics.iter().map(Topic::chars).sum::<usize>();
+        let mut dropped_lines = 0usize;
+        let mut dropped_topics = 0usize;
+        if total(&topics) > self.max_chars {
+            let budget = self.max_chars.saturating_sub(NOTE_RESERVE);
+            for priority in [Priority::Finding, Priority::Figure] {
+                let mut i = 0;
+                while total(&topics) > budget && i < topics.len() {
+                    match topics[i].lines.iter().rposition(|(p, _)| *p == priority) {
+                        Some(pos) => {
+                            topics[i].lines.remove(pos);
+                            dropped_lines += 1;
+                        }
+                        None => i += 1,
+                    }
+                }
+            }
+            while total(&topics) > budget && topics.len() > 1 {
+                topics.remove(0);
+                dropped_topics += 1;
+            }
+        }
+        let mut out = String::from(TITLE);
+        for topic in &topics {
+            out.push_str("\n\n");
+            topic.render(&mut out);
+        }
+        if dropped_lines + dropped_topics > 0 {
+            let budget = self.max_chars.saturating_sub(NOTE_RESERVE);
+            let mut prose = cut(&out, budget);
+            prose.push_str(&format!(
+                "\n\n{NOTE_PREFIX} summarizer_offline_max_chars = {}: {dropped_lines} detail \
+                 lines and {dropped_topics} earlier topics left out; every source is still \
+                 listed._",
+                self.max_chars
+            ));
+            cut(&prose, self.max_chars)
+        } else {
+            out
+        }
+    }
+}
+
+/// One turn as a topic: question, key sentences, numeric sentences.
+fn topic_of(turn: &TurnDigest) -> Topic {
+    let question = cut(&collapse(&plain_question(&turn.user)), MAX_QUESTION_CHARS);
+    let answer = sentences(&turn.assistant);
+    let mut seen = std::collections::HashSet::new();
+    let mut lines = Vec::new();
+    // Key sentences: scored, the best few kept in their original order.
+    let mut scored: Vec<(i32, usize)> = answer
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !has_numeric_finding(s))
+        .map(|(i, s)| (score(s, i), i))
+        .filter(|(score, _)| *score > 0)
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut chosen: Vec<usize> = scored
+        .iter()
+        .take(FINDINGS_PER_TURN)
+        .map(|(_, i)| *i)
+        .collect();
+    chosen.sort_unstable();
+    for i in chosen {
+        if seen.insert(answer[i].to_lowercase()) {
+            lines.push((
+                Priority::Finding,
+                format!("{FINDING}{}", cut(&answer[i], MAX_LINE_CHARS)),
+            ));
+        }
+    }
+    // Every numeric finding, from the answer first, then from the tool syntheses.
+    let tool_sentences = turn.tool_outputs.iter().flat_map(|t| sentences(t));
+    for sentence in answer.iter().cloned().chain(tool_sentences) {
+        if has_numeric_finding(&sentence) && seen.insert(sentence.to_lowercase()) {
+            lines.push((
+                Priority::Figure,
+                format!("{FIGURE}{}", cut(&sentence, MAX_LINE_CHARS)),
+            ));
+        }
+    }
+    Topic {
+        heading: format!("{QUESTION_PREFIX}{question}"),
+        lines,
+    }
+}
+
+/// The user's query on one line, without Markdown heading marks.
+fn plain_question(user: &str) -> String {
+    let text = user.trim();
+    if text.is_empty() {
+        "(no question text)".to_owned()
+    } else {
+        text.lines()
+            .map(|l| l.trim().trim_start_matches('#').trim())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// How much a non-numeric answer sentence looks like a finding.
+fn score(sentence: &str, position: usize) -> i32 {
+    let lower = sentence.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric() && c != '-')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut score = 1;
+    if words.iter().any(|w| SIGNAL_WORDS.contains(w)) {
+        score += 3;
+    }
+    if !citation::extract(sentence).is_empty() {
+        score += 1;
+    }
+    if position == 0 {
+        score += 1;
+    }
+    if sentence.ends_with('?') || words.len() < 5 {
+        score -= 2;
+    }
+    score
+}
+
+/// The previous summary's topics. Sources sections, the title and the condensation note are
+/// left out (the ledger lists the sources again); prose before the first `### ` heading, or a
+/// whole summary from another summarizer, becomes an `### Earlier summary` topic.
+fn parse_previous(previous: &str) -> Vec<Topic> {
+    let mut topics: Vec<Topic> = Vec::new();
+    let mut foreign: Vec<(Priority, String)> = Vec::new();
+    for line in citation::prose_lines(previous) {
+        let line = line.trim_end();
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed == TITLE || trimmed.starts_with(NOTE_PREFIX) {
+            continue;
+        }
+        if trimmed.starts_with(TOPIC_PREFIX) && trimmed != FOREIGN_HEADING {
+            topics.push(Topic {
+                heading: trimmed.to_owned(),
+                lines: Vec::new(),
+            });
+            continue;
+        }
+        if trimmed == FOREIGN_HEADING {
+            continue;
+        }
+        let entry = if trimmed.starts_with(FIGURE) {
+            (Priority::Figure, trimmed.to_owned())
+        } else if trimmed.starts_with('#') {
+            // Another summarizer's heading becomes bold text inside the earlier-summary topic.
+            (
+                Priority::Finding,
+                format!("**{}**", trimmed.trim_start_matches('#').trim()),
+            )
+        } else {
+            (Priority::Finding, trimmed.to_owned())
+        };
+        match topics.last_mut() {
+            Some(topic) => topic.lines.push(entry),
+            None => foreign.push(entry),
+        }
+    }
+    if !foreign.is_empty() {
+        topics.insert(
+            0,
+            Topic {
+                heading: FOREIGN_HEADING.to_owned(),
+                lines: foreign,
+            },
+        );
+    }
+    topics
+}
+
+#[async_trait]
+impl Summarizer for OfflineSummarizer {
+    fn info(&self) -> ModelInfo {
+        ModelInfo {
+            system: "offline".into(),
+            provider: "local".into(),
+            model: MODEL_NAME.into(),
+        }
+    }
+
+    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, AdapterError> {
+        Ok(Summary {
+            text: self.consolidate(request),
+            served_model: Some(MODEL_NAME.into()),
+            usage: None,
+        })
+    }
+}
