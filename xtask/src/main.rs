@@ -4,10 +4,12 @@
 //! - `verify`: fmt, clippy (warnings denied), every test (unit, integration, doc), the purity
 //!   check on compaction-core, and the offline decision-quality evaluation.
 //! - `purity`: only the purity check.
+//! - `eval-decision [--cases FILE] [--adapter NAME]`: decision-quality figures per split.
 
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+mod eval;
 mod purity;
 
 /// One step of `verify`.
@@ -108,8 +110,9 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some("eval-decision") => eval::eval_decision(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <verify|purity>");
+            eprintln!("usage: cargo xtask <verify|purity|eval-decision>");
             ExitCode::from(2)
         }
     }

@@ -18,8 +18,13 @@ pub struct ApiKey(String);
 impl ApiKey {
     /// Reads `var` from the environment; `None` when unset or blank.
     pub fn from_env(var: &str) -> Option<ApiKey> {
-        std::env::var(var)
-            .ok()
+        ApiKey::from_lookup(var, |name| std::env::var(name).ok())
+    }
+
+    /// Reads `var` through `lookup` (the process environment, or a map in tests); `None` when
+    /// unset or blank.
+    pub fn from_lookup(var: &str, lookup: impl Fn(&str) -> Option<String>) -> Option<ApiKey> {
+        lookup(var)
             .filter(|v| !v.trim().is_empty())
             .map(|v| ApiKey(v.trim().to_owned()))
     }
@@ -199,6 +204,18 @@ impl JsonClient {
     }
 }
 
+/// The host (and port) of a URL, for `ModelInfo::provider`: `https://openrouter.ai/api` gives
+/// `openrouter.ai`.
+pub fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    // Drop any `user:password@` part so that credentials in a URL never reach a span.
+    authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host)
+        .to_owned()
+}
+
 /// Joins a base URL and a path with exactly one slash.
 pub fn join_url(base: &str, path: &str) -> String {
     format!(
@@ -216,6 +233,21 @@ mod tests {
     fn the_key_is_redacted() {
         let key = ApiKey::new("sk-secret-123");
         assert!(!format!("{key:?} {key}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn hosts_drop_scheme_path_and_credentials() {
+        assert_eq!(host_of("https://openrouter.ai/api"), "openrouter.ai");
+        assert_eq!(host_of("http://127.0.0.1:8080"), "127.0.0.1:8080");
+        assert_eq!(host_of("http://u:pw@localhost:1/x"), "localhost:1");
+    }
+
+    #[test]
+    fn lookup_ignores_blank_values() {
+        assert!(ApiKey::from_lookup("K", |_| Some("  ".into())).is_none());
+        assert!(ApiKey::from_lookup("K", |_| None).is_none());
+        let key = ApiKey::from_lookup("K", |_| Some(" sk-1 ".into()));
+        assert_eq!(key.map(|k| k.expose().to_owned()).as_deref(), Some("sk-1"));
     }
 
     #[test]

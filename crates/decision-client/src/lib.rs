@@ -1,11 +1,71 @@
-//! Decision-model adapters for compaction-core's `DecisionModel` port.
+//! Decision-model adapters for compaction-core's [`DecisionModel`] port: the probe of spec
+//! section 5 answered by a Decisions API host, by any OpenAI-compatible chat model through
+//! first-token logprobs, or offline by an embedded lexical model.
 //!
-//! Holds (being built): the Decisions API ("System One") adapter, the chat-logprobs judge, the
-//! offline lexical model, and a factory that picks one from settings and the environment. The
-//! [`http`] module is the HTTP plumbing every remote adapter in the workspace shares.
+//! - [`decisions::DecisionsApi`]: the "System One" Decisions API (OpenRouter's
+//!   `/api/alpha/decisions` by default; Inception, LiteLLM and SGLang serve the same format).
+//! - [`chat::ChatLogprobsJudge`]: the rubric as a yes/no question, p = P(yes) / (P(yes) + P(no)).
+//! - [`offline::OfflineLexical`]: deterministic, microseconds, no network; the default when no
+//!   key is configured. Its features, fitted weights and calibration are documented in
+//!   [`offline`] and its quality in `docs/DECISION-QUALITY.md`.
+//! - [`factory::build_decision_model`]: picks one from the settings, the keys of [`config`]
+//!   and the environment, and says why.
+//! - [`eval`]: the metrics `cargo xtask eval-decision` prints.
+//! - [`http`]: the HTTP plumbing every remote adapter in the workspace shares (the summarizer
+//!   crate uses it too): one JSON POST, a bearer key, one timeout, typed status errors.
 //!
-//! Never: retries inside the time budget, fail-open decisions (the engine's job), or an API key
-//! in any log, error or Debug output.
+//! # What this crate must never do
+//! It never retries inside the probe's time budget (one call, one timeout: 10 s by default,
+//! spec 5.1), never fails open itself (the engine turns every [`DecisionError`] into CONTINUE),
+//! never reads an API key from anywhere but the environment, and never lets a key reach a
+//! log line, a span, an error message or `Debug` output. It never prints.
+//!
+//! # Configuration
+//! The model slug is the spec's `adaptive_compaction_decision_model`; where and how to ask it
+//! are extra keys of the same JSON file, read by [`DecisionConfig::from_map`] (table in
+//! [`config`]): `decision_adapter` (`auto` | `decisions` | `chat-logprobs` | `offline`),
+//! `decision_api_base_url`, `decision_api_path`, `decision_api_key_env`,
+//! `decision_timeout_secs`, `decision_chat_base_url`, `decision_chat_path`,
+//! `decision_chat_model`, `decision_chat_api_key_env`, `decision_chat_top_logprobs`.
+//!
+//! # Example
+//! ```
+//! use compaction_core::{DecisionModel, DecisionState, ProbeRequest, Settings};
+//! use decision_client::{DecisionConfig, build_decision_model};
+//!
+//! let settings = Settings::default().effective().unwrap();
+//! let config = DecisionConfig::from_map(&serde_json::Map::new()).unwrap();
+//! // No key in this (empty) environment: `auto` falls back to the offline model.
+//! let selected = build_decision_model(&settings, &config, |_| None).unwrap();
+//! assert_eq!(selected.reason, "offline lexical model: OPENROUTER_API_KEY is not set");
+//!
+//! let state = DecisionState {
+//!     earlier_discussion: "**User**: What causes capacity fade in graphite anodes?\n**Assistant**: Lithium plating.".into(),
+//!     latest_turn: "**User**: Switching topics: what does vanadium flow storage cost?\n**Assistant**: $0.20-0.35/kWh.".into(),
+//! };
+//! let request = ProbeRequest::new(&settings.decision_model, state);
+//! let answer = tokio::runtime::Builder::new_current_thread()
+//!     .build()
+//!     .unwrap()
+//!     .block_on(selected.model.decide(&request))
+//!     .unwrap();
+//! assert!((0.0..=1.0).contains(&answer.probability));
+//! ```
 #![warn(missing_docs)]
 
+pub mod chat;
+pub mod config;
+pub mod decisions;
+pub mod error;
+pub mod eval;
+pub mod factory;
 pub mod http;
+pub mod offline;
+
+pub use chat::ChatLogprobsJudge;
+pub use compaction_core::DecisionModel;
+pub use config::{AdapterChoice, ConfigError, DecisionConfig};
+pub use decisions::DecisionsApi;
+pub use error::DecisionError;
+pub use factory::{FactoryError, Selected, build_decision_model, process_env};
+pub use offline::OfflineLexical;

@@ -1,0 +1,338 @@
+//! The decision-client's own configuration keys, read from the same JSON file as the spec's
+//! eight settings (section 10). The decision model slug itself stays the spec's
+//! `adaptive_compaction_decision_model`; these keys only say *where* and *how* to ask it.
+//!
+//! | key | type | default | meaning |
+//! | --- | --- | --- | --- |
+//! | `decision_adapter` | string | `"auto"` | `auto`, `decisions`, `chat-logprobs` or `offline` |
+//! | `decision_api_base_url` | string | `"https://openrouter.ai"` | Decisions API host |
+//! | `decision_api_path` | string | `"/api/alpha/decisions"` | Decisions API path |
+//! | `decision_api_key_env` | string | `"OPENROUTER_API_KEY"` | variable holding the bearer key |
+//! | `decision_timeout_secs` | number | `10.0` | whole-exchange timeout, both HTTP adapters (spec 5.1) |
+//! | `decision_chat_base_url` | string | `"https://openrouter.ai/api"` | OpenAI-compatible host |
+//! | `decision_chat_path` | string | `"/v1/chat/completions"` | chat-completions path |
+//! | `decision_chat_model` | string or null | `null` | judge model; `null` uses the decision model slug |
+//! | `decision_chat_api_key_env` | string | `"OPENROUTER_API_KEY"` | variable holding the judge's key (optional for local servers) |
+//! | `decision_chat_top_logprobs` | integer | `10` | alternatives requested for the first token, 5 to 20 |
+//!
+//! Unrelated keys are ignored, so the whole settings object can be passed in.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Key: which adapter to build.
+pub const KEY_ADAPTER: &str = "decision_adapter";
+/// Key: Decisions API base URL.
+pub const KEY_API_BASE_URL: &str = "decision_api_base_url";
+/// Key: Decisions API path.
+pub const KEY_API_PATH: &str = "decision_api_path";
+/// Key: the environment variable holding the Decisions API key.
+pub const KEY_API_KEY_ENV: &str = "decision_api_key_env";
+/// Key: the timeout of one probe, in seconds.
+pub const KEY_TIMEOUT_SECS: &str = "decision_timeout_secs";
+/// Key: chat-completions base URL.
+pub const KEY_CHAT_BASE_URL: &str = "decision_chat_base_url";
+/// Key: chat-completions path.
+pub const KEY_CHAT_PATH: &str = "decision_chat_path";
+/// Key: the chat judge's model slug.
+pub const KEY_CHAT_MODEL: &str = "decision_chat_model";
+/// Key: the environment variable holding the chat judge's key.
+pub const KEY_CHAT_API_KEY_ENV: &str = "decision_chat_api_key_env";
+/// Key: how many first-token alternatives the judge asks for.
+pub const KEY_CHAT_TOP_LOGPROBS: &str = "decision_chat_top_logprobs";
+
+/// Every key this module reads, in table order.
+pub const KEYS: [&str; 10] = [
+    KEY_ADAPTER,
+    KEY_API_BASE_URL,
+    KEY_API_PATH,
+    KEY_API_KEY_ENV,
+    KEY_TIMEOUT_SECS,
+    KEY_CHAT_BASE_URL,
+    KEY_CHAT_PATH,
+    KEY_CHAT_MODEL,
+    KEY_CHAT_API_KEY_ENV,
+    KEY_CHAT_TOP_LOGPROBS,
+];
+
+/// Which adapter the factory builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AdapterChoice {
+    /// The Decisions API when its key is set, else the offline model.
+    #[default]
+    Auto,
+    /// The Decisions API ("System One" format).
+    Decisions,
+    /// An OpenAI-compatible chat model judged through first-token logprobs.
+    ChatLogprobs,
+    /// The embedded offline lexical model.
+    Offline,
+}
+
+impl AdapterChoice {
+    /// The spelling used in configuration files and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdapterChoice::Auto => "auto",
+            AdapterChoice::Decisions => "decisions",
+            AdapterChoice::ChatLogprobs => "chat-logprobs",
+            AdapterChoice::Offline => "offline",
+        }
+    }
+
+    /// Parses the configuration spelling.
+    pub fn parse(s: &str) -> Option<AdapterChoice> {
+        [
+            AdapterChoice::Auto,
+            AdapterChoice::Decisions,
+            AdapterChoice::ChatLogprobs,
+            AdapterChoice::Offline,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == s)
+    }
+}
+
+/// Where and how to ask the decision model. See the module docs for every key.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DecisionConfig {
+    /// `decision_adapter`.
+    pub adapter: AdapterChoice,
+    /// `decision_api_base_url`.
+    pub api_base_url: String,
+    /// `decision_api_path`.
+    pub api_path: String,
+    /// `decision_api_key_env`.
+    pub api_key_env: String,
+    /// `decision_timeout_secs`, validated finite and positive.
+    pub timeout_secs: f64,
+    /// `decision_chat_base_url`.
+    pub chat_base_url: String,
+    /// `decision_chat_path`.
+    pub chat_path: String,
+    /// `decision_chat_model`; `None` uses the decision model slug.
+    pub chat_model: Option<String>,
+    /// `decision_chat_api_key_env`.
+    pub chat_api_key_env: String,
+    /// `decision_chat_top_logprobs`, 5 to 20.
+    pub chat_top_logprobs: u8,
+}
+
+impl Default for DecisionConfig {
+    fn default() -> Self {
+        DecisionConfig {
+            adapter: AdapterChoice::Auto,
+            api_base_url: "https://openrouter.ai".to_owned(),
+            api_path: "/api/alpha/decisions".to_owned(),
+            api_key_env: "OPENROUTER_API_KEY".to_owned(),
+            timeout_secs: 10.0,
+            chat_base_url: "https://openrouter.ai/api".to_owned(),
+            chat_path: "/v1/chat/completions".to_owned(),
+            chat_model: None,
+            chat_api_key_env: "OPENROUTER_API_KEY".to_owned(),
+            chat_top_logprobs: 10,
+        }
+    }
+}
+
+/// A decision-client key holds a value of the wrong form.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The value has the wrong JSON type or an unknown spelling.
+    #[error("{key} must be {expected}, got {found}")]
+    Invalid {
+        /// The key.
+        key: &'static str,
+        /// The expected form.
+        expected: &'static str,
+        /// The value found, as JSON.
+        found: String,
+    },
+}
+
+fn invalid(key: &'static str, expected: &'static str, found: &Value) -> ConfigError {
+    ConfigError::Invalid {
+        key,
+        expected,
+        found: found.to_string(),
+    }
+}
+
+fn string(
+    map: &Map<String, Value>,
+    key: &'static str,
+    expected: &'static str,
+    target: &mut String,
+) -> Result<(), ConfigError> {
+    match map.get(key) {
+        None => Ok(()),
+        Some(Value::String(s)) if !s.trim().is_empty() => {
+            *target = s.trim().to_owned();
+            Ok(())
+        }
+        Some(other) => Err(invalid(key, expected, other)),
+    }
+}
+
+impl DecisionConfig {
+    /// Reads the decision-client keys from a settings object, ignoring every other key.
+    /// Absent keys keep their defaults; a present key with a wrong value is an error naming it.
+    pub fn from_map(map: &Map<String, Value>) -> Result<DecisionConfig, ConfigError> {
+        let mut c = DecisionConfig::default();
+        if let Some(v) = map.get(KEY_ADAPTER) {
+            const EXPECTED: &str = "one of \"auto\", \"decisions\", \"chat-logprobs\", \"offline\"";
+            c.adapter = v
+                .as_str()
+                .and_then(AdapterChoice::parse)
+                .ok_or_else(|| invalid(KEY_ADAPTER, EXPECTED, v))?;
+        }
+        const URL: &str = "a non-empty URL string such as \"https://host\"";
+        const PATH: &str = "a non-empty path string such as \"/v1/x\"";
+        const VAR: &str = "a non-empty environment variable name";
+        string(map, KEY_API_BASE_URL, URL, &mut c.api_base_url)?;
+        string(map, KEY_API_PATH, PATH, &mut c.api_path)?;
+        string(map, KEY_API_KEY_ENV, VAR, &mut c.api_key_env)?;
+        string(map, KEY_CHAT_BASE_URL, URL, &mut c.chat_base_url)?;
+        string(map, KEY_CHAT_PATH, PATH, &mut c.chat_path)?;
+        string(map, KEY_CHAT_API_KEY_ENV, VAR, &mut c.chat_api_key_env)?;
+        for (key, base) in [
+            (KEY_API_BASE_URL, &c.api_base_url),
+            (KEY_CHAT_BASE_URL, &c.chat_base_url),
+        ] {
+            if !(base.starts_with("http://") || base.starts_with("https://")) {
+                return Err(invalid(key, URL, &Value::String(base.clone())));
+            }
+        }
+        if let Some(v) = map.get(KEY_TIMEOUT_SECS) {
+            c.timeout_secs = v
+                .as_f64()
+                .filter(|t| t.is_finite() && *t > 0.0 && *t <= 600.0)
+                .ok_or_else(|| invalid(KEY_TIMEOUT_SECS, "a number of seconds in (0, 600]", v))?;
+        }
+        match map.get(KEY_CHAT_MODEL) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if !s.trim().is_empty() => c.chat_model = Some(s.trim().into()),
+            Some(other) => {
+                return Err(invalid(
+                    KEY_CHAT_MODEL,
+                    "a non-empty model slug or null",
+                    other,
+                ));
+            }
+        }
+        if let Some(v) = map.get(KEY_CHAT_TOP_LOGPROBS) {
+            c.chat_top_logprobs = v
+                .as_u64()
+                .filter(|n| (5..=20).contains(n))
+                .and_then(|n| u8::try_from(n).ok())
+                .ok_or_else(|| invalid(KEY_CHAT_TOP_LOGPROBS, "an integer from 5 to 20", v))?;
+        }
+        Ok(c)
+    }
+
+    /// The probe timeout.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.timeout_secs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn map(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn empty_and_unrelated_keys_give_the_defaults() {
+        let c = DecisionConfig::from_map(&map(json!({
+            "adaptive_compaction_threshold": 0.75, "something_else": [1, 2]
+        })))
+        .unwrap();
+        assert_eq!(c, DecisionConfig::default());
+        assert_eq!(c.timeout(), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn every_key_is_read() {
+        let c = DecisionConfig::from_map(&map(json!({
+            "decision_adapter": "chat-logprobs",
+            "decision_api_base_url": "http://127.0.0.1:9/",
+            "decision_api_path": "/v1/decisions",
+            "decision_api_key_env": "INCEPTION_API_KEY",
+            "decision_timeout_secs": 0.3,
+            "decision_chat_base_url": "http://localhost:8080",
+            "decision_chat_path": "/v1/chat/completions",
+            "decision_chat_model": "qwen3:0.6b",
+            "decision_chat_api_key_env": "OPENAI_API_KEY",
+            "decision_chat_top_logprobs": 20
+        })))
+        .unwrap();
+        assert_eq!(c.adapter, AdapterChoice::ChatLogprobs);
+        assert_eq!(c.api_base_url, "http://127.0.0.1:9/");
+        assert_eq!(c.api_path, "/v1/decisions");
+        assert_eq!(c.api_key_env, "INCEPTION_API_KEY");
+        assert_eq!(c.timeout(), Duration::from_millis(300));
+        assert_eq!(c.chat_base_url, "http://localhost:8080");
+        assert_eq!(c.chat_model.as_deref(), Some("qwen3:0.6b"));
+        assert_eq!(c.chat_api_key_env, "OPENAI_API_KEY");
+        assert_eq!(c.chat_top_logprobs, 20);
+    }
+
+    #[test]
+    fn wrong_values_name_the_key_and_the_expected_form() {
+        for (bad, key, expected) in [
+            (
+                json!({"decision_adapter": "magic"}),
+                KEY_ADAPTER,
+                "\"offline\"",
+            ),
+            (json!({"decision_adapter": 3}), KEY_ADAPTER, "one of"),
+            (
+                json!({"decision_timeout_secs": "10"}),
+                KEY_TIMEOUT_SECS,
+                "seconds",
+            ),
+            (
+                json!({"decision_timeout_secs": -1}),
+                KEY_TIMEOUT_SECS,
+                "(0, 600]",
+            ),
+            (
+                json!({"decision_api_base_url": "openrouter.ai"}),
+                KEY_API_BASE_URL,
+                "URL",
+            ),
+            (json!({"decision_api_path": ""}), KEY_API_PATH, "path"),
+            (json!({"decision_chat_model": 7}), KEY_CHAT_MODEL, "slug"),
+            (
+                json!({"decision_chat_top_logprobs": 4}),
+                KEY_CHAT_TOP_LOGPROBS,
+                "5 to 20",
+            ),
+            (
+                json!({"decision_api_key_env": null}),
+                KEY_API_KEY_ENV,
+                "variable",
+            ),
+        ] {
+            let err = DecisionConfig::from_map(&map(bad.clone()))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key) && err.contains(expected), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn adapter_spellings_round_trip() {
+        for c in ["auto", "decisions", "chat-logprobs", "offline"] {
+            assert_eq!(AdapterChoice::parse(c).map(AdapterChoice::as_str), Some(c));
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The Decisions API adapter ("System One" format), as served by OpenRouter's
+//! `/api/alpha/decisions`, Inception's `/v1/decisions`, LiteLLM and SGLang.
+//!
+//! The request body is compaction-core's [`ProbeRequest`] as it serializes (spec section 5).
+//! Two answer shapes are accepted:
+//! - `{"answers":{"compaction_warranted":{"type":"noul","noul":0.86}},"usage":{…}}`
+//! - `{"answers":{"compaction_warranted":{"answer":true,"probability":0.86}},"model":"…"}`
+//!
+//! The served model name (`model`) and the usage counts (`usage.input_tokens` /
+//! `prompt_tokens`, `usage.output_tokens` / `completion_tokens`) are kept for telemetry.
+//! There are no retries: one call per probe inside the timeout; failing open is the engine's job.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use compaction_core::probe::QUESTION_ID;
+use compaction_core::{
+    AdapterError, DecisionAnswer, DecisionModel, ModelInfo, ProbeRequest, TokenUsage,
+};
+use serde_json::Value;
+
+use crate::error::{DecisionError, checked_probability};
+use crate::http::{ApiKey, JsonClient, host_of};
+
+/// Asks a Decisions API host for `answers.compaction_warranted.noul`.
+#[derive(Debug, Clone)]
+pub struct DecisionsApi {
+    client: JsonClient,
+    url: String,
+    key: Option<ApiKey>,
+    info: ModelInfo,
+}
+
+impl DecisionsApi {
+    /// An adapter posting to `url` (base URL and path already joined) for `model`, with an
+    /// optional bearer key and a whole-exchange `timeout`.
+    pub fn new(
+        url: impl Into<String>,
+        model: impl Into<String>,
+        key: Option<ApiKey>,
+        timeout: Duration,
+    ) -> Result<DecisionsApi, DecisionError> {
+        let url = url.into();
+        let provider = host_of(&url);
+        let system = if provider.ends_with("openrouter.ai") {
+            "openrouter"
+        } else {
+            "decisions-api"
+        };
+        let client = JsonClient::new(timeout).map_err(|e| DecisionError::Client(e.to_string()))?;
+        Ok(DecisionsApi {
+            client,
+            url,
+            key,
+            info: ModelInfo {
+                system: system.to_owned(),
+                provider,
+                model: model.into(),
+            },
+        })
+    }
+
+    /// The endpoint.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Sends one probe and parses the answer, with the crate's typed error.
+    pub async fn probe(&self, request: &ProbeRequest) -> Result<DecisionAnswer, DecisionError> {
+        let started = Instant::now();
+        let result = match self
+            .client
+            .post_json(&self.url, self.key.as_ref(), request)
+            .await
+        {
+            Ok(response) => parse_answer(&self.url, &response.body),
+            Err(e) => Err(DecisionError::from(e)),
+        };
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        match &result {
+            Ok(a) => {
+                tracing::debug!(url = %self.url, model = %request.model, latency_ms, p = a.probability, "decisions api answered")
+            }
+            Err(e) => {
+                tracing::debug!(url = %self.url, model = %request.model, latency_ms, error = %e, "decisions api failed")
+            }
+        }
+        result
+    }
+}
+
+#[async_trait]
+impl DecisionModel for DecisionsApi {
+    fn info(&self) -> ModelInfo {
+        self.info.clone()
+    }
+
+    async fn decide(&self, request: &ProbeRequest) -> Result<DecisionAnswer, AdapterError> {
+        Ok(self.probe(request).await?)
+    }
+}
+
+/// Reads p, the served model and usage from a Decisions API answer of either shape.
+pub fn parse_answer(url: &str, body: &Value) -> Result<DecisionAnswer, DecisionError> {
+    let missing = |detail: &str| DecisionError::MissingProbability {
+        url: url.to_owned(),
+        detail: detail.to_owned(),
+    };
+    let answer = body
+        .get("answers")
+        .ok_or_else(|| missing("no `answers` object"))?
+        .get(QUESTION_ID)
+        .ok_or_else(|| missing("no `answers.compaction_warranted`"))?;
+    let raw = answer
+        .get("noul")
+        .or_else(|| answer.get("probability"))
+        .ok_or_else(|| {
+            missing("neither `answers.compaction_warranted.noul` nor `.probability` is present")
+        })?;
+    Ok(DecisionAnswer {
+        probability: checked_probability(url, raw)?,
+        served_model: body.get("model").and_then(Value::as_str).map(str::to_owned),
+        usage: usage_of(body),
+    })
+}
+
+/// Token counts from `usage`, in either the Responses (`input_tokens`) or the Chat
+/// Completions (`prompt_tokens`) spelling.
+pub(crate) fn usage_of(body: &Value) -> Option<TokenUsage> {
+    let usage = body.get("usage")?;
+    let count = |a: &str, b: &str| {
+        usage
+            .get(a)
+            .or_else(|| usage.get(b))
+            .and_then(Value::as_u64)
+    };
+    let parsed = TokenUsage {
+        input: count("input_tokens", "prompt_tokens"),
+        output: count("output_tokens", "completion_tokens"),
+    };
+    (parsed.input.is_some() || parsed.output.is_some()).then_some(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn both_answer_shapes_parse() {
+        let a = parse_answer(
+            "u",
+            &json!({"answers":{"compaction_warranted":{"type":"noul","noul":0.86}},
+                    "usage":{"input_tokens":412,"output_tokens":0}}),
+        )
+        .unwrap();
+        assert_eq!(a.probability, 0.86);
+        assert_eq!(
+            a.usage,
+            Some(TokenUsage {
+                input: Some(412),
+                output: Some(0)
+            })
+        );
+        let b = parse_answer(
+            "u",
+            &json!({"answers":{"compaction_warranted":{"answer":true,"probability":0.25}},
+                    "model":"inception/mercury-decide-2026"}),
+        )
+        .unwrap();
+        assert_eq!(b.probability, 0.25);
+        assert_eq!(
+            b.served_model.as_deref(),
+            Some("inception/mercury-decide-2026")
+        );
+        assert_eq!(b.usage, None);
+    }
+
+    #[test]
+    fn missing_and_invalid_probabilities_are_typed() {
+        let cases = [
+            (json!({}), "answers"),
+            (json!({"answers":{}}), "compaction_warranted"),
+            (
+                json!({"answers":{"compaction_warranted":{"answer":true}}}),
+                "noul",
+            ),
+        ];
+        for (body, needle) in cases {
+            let e = parse_answer("u", &body).unwrap_err();
+            assert!(matches!(e, DecisionError::MissingProbability { .. }), "{e}");
+            assert!(e.to_string().contains(needle), "{e}");
+        }
+        let nan = parse_answer(
+            "u",
+            &json!({"answers":{"compaction_warranted":{"noul":"NaN"}}}),
+        );
+        assert!(matches!(nan, Err(DecisionError::NotANumber { .. })));
+        for p in [-0.1, 1.5, 1e300] {
+            let e = parse_answer("u", &json!({"answers":{"compaction_warranted":{"noul":p}}}));
+            assert!(matches!(e, Err(DecisionError::OutOfRange { value, .. }) if value == p));
+        }
+    }
+}

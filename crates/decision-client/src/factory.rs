@@ -1,0 +1,142 @@
+//! The factory: builds the decision model from the spec's settings, the decision-client keys
+//! and the environment, and says in words why it chose what it chose.
+//!
+//! - `auto`: the Decisions API when the variable named by `decision_api_key_env` is set and
+//!   not blank, else the offline lexical model.
+//! - `decisions`: the Decisions API, with the key when set and without one otherwise (for
+//!   self-hosted LiteLLM or SGLang).
+//! - `chat-logprobs`: the chat judge, model `decision_chat_model` or else
+//!   `adaptive_compaction_decision_model`, with the key when set.
+//! - `offline`: the offline lexical model.
+//!
+//! The environment is read through a lookup closure, so tests never mutate the process
+//! environment; [`process_env`] is the real one.
+
+use std::sync::Arc;
+
+use compaction_core::{DecisionModel, EffectiveSettings};
+
+use crate::chat::ChatLogprobsJudge;
+use crate::config::{AdapterChoice, DecisionConfig};
+use crate::decisions::DecisionsApi;
+use crate::error::DecisionError;
+use crate::http::{ApiKey, join_url};
+use crate::offline::OfflineLexical;
+
+/// The chosen model and why.
+#[derive(Clone)]
+pub struct Selected {
+    /// The model.
+    pub model: Arc<dyn DecisionModel>,
+    /// Which adapter was built.
+    pub adapter: AdapterChoice,
+    /// Why, in words, e.g. `offline lexical model: OPENROUTER_API_KEY is not set`.
+    pub reason: String,
+}
+
+impl std::fmt::Debug for Selected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Selected")
+            .field("model", &self.model.info())
+            .field("adapter", &self.adapter)
+            .field("reason", &self.reason)
+            .finish()
+    }
+}
+
+/// The factory could not build the chosen adapter.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FactoryError {
+    /// The HTTP adapter could not be built.
+    #[error("cannot build the {adapter} decision adapter: {source}")]
+    Build {
+        /// The adapter (`decisions` or `chat-logprobs`).
+        adapter: &'static str,
+        /// Why.
+        source: DecisionError,
+    },
+}
+
+/// Reads the process environment.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Builds the decision model. `env` looks a variable up (use [`process_env`] in production).
+pub fn build_decision_model(
+    settings: &EffectiveSettings,
+    config: &DecisionConfig,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Selected, FactoryError> {
+    let api_key = ApiKey::from_lookup(&config.api_key_env, &env);
+    let api_url = join_url(&config.api_base_url, &config.api_path);
+    let decisions = |key: Option<ApiKey>, reason: String| {
+        DecisionsApi::new(&api_url, &settings.decision_model, key, config.timeout())
+            .map(|m| Selected {
+                model: Arc::new(m),
+                adapter: AdapterChoice::Decisions,
+                reason,
+            })
+            .map_err(|source| FactoryError::Build {
+                adapter: "decisions",
+                source,
+            })
+    };
+    let offline = |reason: String| Selected {
+        model: Arc::new(OfflineLexical),
+        adapter: AdapterChoice::Offline,
+        reason,
+    };
+    let env_name = &config.api_key_env;
+    let model = &settings.decision_model;
+    match config.adapter {
+        AdapterChoice::Auto => match api_key {
+            Some(key) => decisions(
+                Some(key),
+                format!("Decisions API {api_url} with model {model}: {env_name} is set"),
+            ),
+            None => Ok(offline(format!(
+                "offline lexical model: {env_name} is not set"
+            ))),
+        },
+        AdapterChoice::Decisions => {
+            let reason = match &api_key {
+                Some(_) => format!("Decisions API {api_url} with model {model} (configured)"),
+                None => format!(
+                    "Decisions API {api_url} with model {model} (configured), without a key: {env_name} is not set"
+                ),
+            };
+            decisions(api_key, reason)
+        }
+        AdapterChoice::ChatLogprobs => {
+            let url = join_url(&config.chat_base_url, &config.chat_path);
+            let chat_model = config.chat_model.as_deref().unwrap_or(model);
+            let key = ApiKey::from_lookup(&config.chat_api_key_env, &env);
+            let keyed = if key.is_some() {
+                String::new()
+            } else {
+                format!(", without a key: {} is not set", config.chat_api_key_env)
+            };
+            ChatLogprobsJudge::new(
+                &url,
+                chat_model,
+                key,
+                config.timeout(),
+                config.chat_top_logprobs,
+            )
+            .map(|m| Selected {
+                model: Arc::new(m),
+                adapter: AdapterChoice::ChatLogprobs,
+                reason: format!(
+                    "chat logprobs judge {url} with model {chat_model} (configured){keyed}"
+                ),
+            })
+            .map_err(|source| FactoryError::Build {
+                adapter: "chat-logprobs",
+                source,
+            })
+        }
+        AdapterChoice::Offline => Ok(offline("offline lexical model (configured)".to_owned())),
+    }
+}

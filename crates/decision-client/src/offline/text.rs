@@ -1,0 +1,310 @@
+//! Text handling for the offline model: serial-Markdown pairs, word tokens, content words.
+
+use std::collections::HashSet;
+
+/// One `**User**: …` / `**Assistant**: …` pair.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pair {
+    /// The user's message.
+    pub user: String,
+    /// The assistant's response.
+    pub assistant: String,
+}
+
+const USER: &str = "**User**:";
+const ASSISTANT: &str = "**Assistant**:";
+
+/// Splits serial Markdown into pairs. A line starting with `**User**:` opens a pair and one
+/// starting with `**Assistant**:` its response; other lines continue the current message.
+/// Text with no markers at all is one user message.
+pub fn pairs(text: &str) -> Vec<Pair> {
+    enum Side {
+        User,
+        Assistant,
+    }
+    let mut out: Vec<Pair> = Vec::new();
+    let mut side = Side::User;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if let Some(rest) = trimmed.strip_prefix(USER) {
+            out.push(Pair {
+                user: rest.trim().to_owned(),
+                assistant: String::new(),
+            });
+            side = Side::User;
+            continue;
+        }
+        if let Some(rest) = trimmed.strip_prefix(ASSISTANT) {
+            match out.last_mut() {
+                Some(p) if p.assistant.is_empty() => p.assistant = rest.trim().to_owned(),
+                _ => out.push(Pair {
+                    user: String::new(),
+                    assistant: rest.trim().to_owned(),
+                }),
+            }
+            side = Side::Assistant;
+            continue;
+        }
+        if trimmed.is_empty() {
+            continue;
+        }
+        if out.is_empty() {
+            out.push(Pair::default());
+        }
+        if let Some(p) = out.last_mut() {
+            let target = match side {
+                Side::User => &mut p.user,
+                Side::Assistant => &mut p.assistant,
+            };
+            if !target.is_empty() {
+                target.push(' ');
+            }
+            target.push_str(trimmed);
+        }
+    }
+    out
+}
+
+/// Function words and chit-chat fillers that carry no topic. Sorted for binary search.
+const STOPWORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "don't",
+    "dont",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "get",
+    "go",
+    "going",
+    "good",
+    "got",
+    "great",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "i'm",
+    "if",
+    "im",
+    "in",
+    "into",
+    "is",
+    "it",
+    "it's",
+    "its",
+    "itself",
+    "just",
+    "like",
+    "lol",
+    "lot",
+    "lots",
+    "love",
+    "many",
+    "me",
+    "more",
+    "most",
+    "much",
+    "my",
+    "myself",
+    "nice",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "oh",
+    "ok",
+    "okay",
+    "on",
+    "once",
+    "one",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "really",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "that's",
+    "thats",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "we",
+    "well",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "yeah",
+    "yes",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+/// True for a stopword.
+pub fn is_stopword(word: &str) -> bool {
+    STOPWORDS.binary_search(&word).is_ok()
+}
+
+/// Lower-cased word tokens: runs of letters, digits and inner apostrophes.
+pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
+        .map(|w| w.trim_matches(['\'', '’']))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase().replace('’', "'"))
+}
+
+/// A crude suffix stem so that `plating`/`plated`/`plates` meet: strips `ing`, `ed`, `es` or
+/// `s` when at least three characters remain.
+pub fn stem(word: &str) -> &str {
+    for suffix in ["ing", "ed", "es", "s"] {
+        if word.len() > suffix.len() + 2 && word.ends_with(suffix) {
+            let cut = word.len() - suffix.len();
+            if word.is_char_boundary(cut) {
+                return &word[..cut];
+            }
+        }
+    }
+    word
+}
+
+/// The stemmed content words of `text` (no stopwords, no one-character words), in order.
+pub fn content_words(text: &str) -> Vec<String> {
+    words(text)
+        .filter(|w| w.chars().count() > 1 && !is_stopword(w))
+        .map(|w| stem(&w).to_owned())
+        .collect()
+}
+
+/// The share of `words` absent from `reference`; 0.5 when `words` is empty (no evidence).
+pub fn novelty(words: &[String], reference: &HashSet<String>) -> f64 {
+    if words.is_empty() {
+        return 0.5;
+    }
+    let absent = words.iter().filter(|w| !reference.contains(*w)).count();
+    absent as f64 / words.len() as f64
+}
+
+/// The message as ` w1 w2 … ` (single spaces, padded) so cue phrases match on word bounds.
+pub fn padded(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(' ');
+    for w in words(text) {
+        out.push_str(&w);
+        out.push(' ');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stopwords_are_sorted_for_binary_search() {
+        assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn pairs_follow_the_markers_and_keep_multi_line_messages() {
+        let p = pairs("**User**: a?\n**Assistant**: b\nmore b\n\n**User**: c\n**Assistant**: d");
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].assistant, "b more b");
+        assert_eq!(p[1].user, "c");
+        assert_eq!(pairs("no markers here")[0].user, "no markers here");
+        assert!(pairs("").is_empty());
+    }
+
+    #[test]
+    fn content_words_drop_stopwords_and_stem() {
+        assert_eq!(
+            content_words("Do the plated anodes suffer from plating?"),
+            ["plat", "anod", "suffer", "plat"]
+        );
+        assert_eq!(padded("No, I MEANT the SEI."), " no i meant the sei ");
+    }
+}
