@@ -1,1 +1,86 @@
-//! placeholder
+//! A durable SQLite event log for chat sessions that makes the post-turn path O(1).
+//!
+//! [`SqliteStore`] keeps sessions (app, user, id, state, revision) and their events (the whole
+//! ADK event as JSON plus the indexed columns the queries need) in one SQLite file, and
+//! implements compaction-core's [`SessionStore`](compaction_core::SessionStore) port:
+//!
+//! - **append** ([`SqliteStore::append_event`]): one immediate transaction per event, with
+//!   optimistic concurrency: the caller names the revision it read and gets
+//!   [`SessionStoreError::Stale`] when another writer (thread or process) moved the session
+//!   on. Revisions count appends: gap-free, +1 each.
+//! - **the envelope gate's header** ([`SqliteStore::header`]): completed turns since the live
+//!   compaction and the latest coordinator prompt token count (spec 7.1: unscoped events only),
+//!   kept current on every append so that the fast exit reads one row. It always equals
+//!   `compaction_core::gate_input` of the whole history (the `header` module says how).
+//! - **the next prompt's context** ([`SqliteStore::load_context`]): the live compaction plus the
+//!   events around its range, found through indexes, so its cost does not grow with the
+//!   session. It always equals `compaction_core::assemble_context` of the whole history.
+//!
+//! # Rewinds
+//! A rewind event can drop (or bring back) any part of the history. Every event row carries an
+//! `in_view` flag (kept by `apply_rewinds` and unscoped) and every compaction a `subsumed` flag.
+//! Appending an ordinary event only appends to the view, so the flags and the header are
+//! updated incrementally; appending a rewind recomputes flags and header from the whole history
+//! with compaction-core's own functions, in the same transaction. Rewinds are rare user edits,
+//! so only they pay a cost proportional to the session; every read stays indexed.
+//!
+//! # Durability
+//! The journal is WAL with `synchronous = FULL` by default ([`Durability::Full`]): an append is
+//! acknowledged only after its WAL frame is fsynced, so an acknowledged event survives a
+//! process kill, an OS crash and a power loss. [`Durability::Normal`] (`synchronous = NORMAL`)
+//! skips the per-commit fsync: it still survives a process kill with every acknowledged event,
+//! but an OS crash or power loss may roll back the last few appends (never corrupting the
+//! file). Foreign keys are on; a busy timeout (default 5 s) makes concurrent writers queue.
+//!
+//! # Schema
+//! Created and migrated by the crate (`PRAGMA user_version`, see [`SCHEMA_VERSION`]). A file
+//! from a newer schema is refused with [`SessionStoreError::FutureSchema`] before anything is
+//! written to it.
+//!
+//! # What this crate must never do
+//! It never loses or half-writes an acknowledged event, never rewrites a file it does not
+//! understand, never panics on bad input (a corrupt file, a locked database or an undecodable
+//! event is a typed [`SessionStoreError`] naming the file and the session/event), never runs
+//! SQLite on an async runtime thread, and never decides anything about compaction: the rules
+//! live in compaction-core, which this crate only mirrors in its indexes.
+//!
+//! # Example
+//! ```
+//! use compaction_core::testing::EventFactory;
+//! use compaction_core::{Revision, SessionKey, assemble_context, gate_input};
+//! use session_store::SqliteStore;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let store = SqliteStore::open(dir.path().join("sessions.db"))?;
+//! let key = SessionKey::new("zocrates", "u1", "s1");
+//! store.create_session(&key, Default::default())?;
+//!
+//! let mut f = EventFactory::new();
+//! let mut revision = Revision(0);
+//! for event in f.conversational_turn("inv1", "What is SEI growth?", "A passivation layer.") {
+//!     revision = store.append_event(&key, revision, &event)?;
+//! }
+//! // A writer that read an older revision is refused.
+//! let late = f.user("inv2", "stale write");
+//! assert!(store.append_event(&key, Revision(1), &late).is_err());
+//!
+//! let header = store.header(&key)?;
+//! let session = store.get_session(&key)?;
+//! assert_eq!(header.revision, Revision(2));
+//! assert_eq!(header.gate, gate_input(&session.events));
+//! assert_eq!(store.load_context(&key)?, assemble_context(&session.events));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(missing_docs, unreachable_pub)]
+
+mod append;
+mod context;
+mod error;
+mod header;
+mod port;
+mod schema;
+mod store;
+
+pub use error::SessionStoreError;
+pub use schema::SCHEMA_VERSION;
+pub use store::{Durability, OpenOptions, SessionHeader, SqliteStore};

@@ -1,0 +1,226 @@
+//! The store's error: every variant names the database file and, where there is one, the
+//! session and event it concerns.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use compaction_core::{Revision, SessionKey, StoreError};
+
+/// A session-store failure.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionStoreError {
+    /// The file is not a SQLite database, or SQLite found it corrupt.
+    #[error(
+        "{}: not a SQLite database, or corrupt, while {operation}: {source}",
+        path.display()
+    )]
+    Corrupt {
+        /// The database file.
+        path: PathBuf,
+        /// What the store was doing (names the session when there is one).
+        operation: String,
+        /// SQLite's report.
+        #[source]
+        source: Box<rusqlite::Error>,
+    },
+    /// Another connection held the database lock for longer than the busy timeout.
+    #[error(
+        "{}: database locked for longer than the busy timeout ({timeout:?}) while {operation}",
+        path.display()
+    )]
+    Locked {
+        /// The database file.
+        path: PathBuf,
+        /// What the store was doing (names the session when there is one).
+        operation: String,
+        /// The busy timeout that ran out.
+        timeout: Duration,
+        /// SQLite's report.
+        #[source]
+        source: Box<rusqlite::Error>,
+    },
+    /// The file was written by a newer schema version; it is refused and left untouched.
+    #[error(
+        "{}: schema version {found} is newer than version {supported} this build understands; \
+         refusing to open it (the file was not modified)",
+        path.display()
+    )]
+    FutureSchema {
+        /// The database file.
+        path: PathBuf,
+        /// `PRAGMA user_version` found in the file.
+        found: i64,
+        /// The newest schema version this build knows.
+        supported: i64,
+    },
+    /// SQLite refused the WAL journal mode the store requires.
+    #[error("{}: could not switch to WAL journal mode (SQLite answered {mode:?})", path.display())]
+    JournalMode {
+        /// The database file.
+        path: PathBuf,
+        /// The journal mode SQLite reported.
+        mode: String,
+    },
+    /// No session with this key exists.
+    #[error("{}: session {key} not found", path.display())]
+    NotFound {
+        /// The database file.
+        path: PathBuf,
+        /// The session.
+        key: SessionKey,
+    },
+    /// A session with this key already exists.
+    #[error("{}: session {key} already exists", path.display())]
+    AlreadyExists {
+        /// The database file.
+        path: PathBuf,
+        /// The session.
+        key: SessionKey,
+    },
+    /// Another writer moved the session on since the caller read it.
+    #[error(
+        "{}: session {key} is stale: expected revision {expected}, found {actual}",
+        path.display()
+    )]
+    Stale {
+        /// The database file.
+        path: PathBuf,
+        /// The session.
+        key: SessionKey,
+        /// The revision the writer read.
+        expected: Revision,
+        /// The revision now stored.
+        actual: Revision,
+    },
+    /// The session already holds an event with this id (event ids are unique per session).
+    #[error("{}: session {key} already holds an event with id {event_id:?}", path.display())]
+    DuplicateEvent {
+        /// The database file.
+        path: PathBuf,
+        /// The session.
+        key: SessionKey,
+        /// The duplicated event id.
+        event_id: String,
+    },
+    /// A stored event is not valid event JSON.
+    #[error(
+        "{}: session {key}, event {event_id:?} at revision {revision}: stored JSON is not a valid \
+         event: {source}",
+        path.display()
+    )]
+    CorruptEvent {
+        /// The database file.
+        path: PathBuf,
+        /// The session.
+        key: Box<SessionKey>,
+        /// The revision the event was appended at (its sequence number, from 1).
+        revision: u64,
+        /// The event id column.
+        event_id: String,
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A stored session state is not a JSON object.
+    #[error("{}: session {key}: stored state is not a JSON object: {source}", path.display())]
+    CorruptState {
+        /// The database file.
+        path: PathBuf,
+        /// The session.
+        key: SessionKey,
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// An event or state could not be written as JSON.
+    #[error("{}: session {key}: could not serialize {what}: {source}", path.display())]
+    Serialize {
+        /// The database file.
+        path: PathBuf,
+        /// The session.
+        key: Box<SessionKey>,
+        /// What failed (`event "e1"`, `state`).
+        what: String,
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Any other SQLite failure (I/O error, disk full, cannot open the file, …).
+    #[error("{}: SQLite failed while {operation}: {source}", path.display())]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// What the store was doing (names the session when there is one).
+        operation: String,
+        /// SQLite's report.
+        #[source]
+        source: Box<rusqlite::Error>,
+    },
+    /// The blocking task that ran a store call panicked or was cancelled.
+    #[error("{}: store task failed while {operation}: {message}", path.display())]
+    Task {
+        /// The database file.
+        path: PathBuf,
+        /// What the store was doing.
+        operation: String,
+        /// The runtime's report.
+        message: String,
+    },
+}
+
+impl SessionStoreError {
+    /// Classifies a SQLite error: busy/locked, corrupt/not-a-database, or other.
+    pub(crate) fn sqlite(
+        path: &std::path::Path,
+        timeout: Duration,
+        operation: impl FnOnce() -> String,
+        source: rusqlite::Error,
+    ) -> Self {
+        use rusqlite::ErrorCode;
+        let path = path.to_path_buf();
+        let operation = operation();
+        match source.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+                SessionStoreError::Locked {
+                    path,
+                    operation,
+                    timeout,
+                    source: Box::new(source),
+                }
+            }
+            Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+                SessionStoreError::Corrupt {
+                    path,
+                    operation,
+                    source: Box::new(source),
+                }
+            }
+            _ => SessionStoreError::Sqlite {
+                path,
+                operation,
+                source: Box::new(source),
+            },
+        }
+    }
+}
+
+impl From<SessionStoreError> for StoreError {
+    /// Stale and not-found map onto the port's own variants; everything else is a backend error.
+    fn from(error: SessionStoreError) -> Self {
+        match error {
+            SessionStoreError::Stale {
+                key,
+                expected,
+                actual,
+                ..
+            } => StoreError::Stale {
+                key,
+                expected,
+                actual,
+            },
+            SessionStoreError::NotFound { key, .. } => StoreError::NotFound(key),
+            other => StoreError::Backend(Box::new(other)),
+        }
+    }
+}

@@ -1,0 +1,445 @@
+//! [`SqliteStore`]: opening the file, the connection settings, and the session-level calls.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use compaction_core::{Event, GateInput, Revision, Session, SessionKey};
+use rusqlite::{Connection, OptionalExtension, Transaction};
+use serde_json::{Map, Value};
+
+use crate::error::SessionStoreError;
+use crate::header::{OpenTurn, TurnTracker};
+use crate::schema::{self, Migration, SCHEMA_VERSION};
+
+/// How hard each commit is pushed to disk. The journal is always WAL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Durability {
+    /// `synchronous = FULL`: every commit fsyncs the WAL before the append is acknowledged.
+    /// An acknowledged event survives a process crash, an OS crash and a power loss (as far as
+    /// the disk honours fsync).
+    #[default]
+    Full,
+    /// `synchronous = NORMAL`: commits reach the OS but the WAL is fsynced only at checkpoints.
+    /// Survives a process crash (SIGKILL) with every acknowledged event; an OS crash or power
+    /// loss may roll back the most recent acknowledged appends, never corrupting the file.
+    Normal,
+}
+
+impl Durability {
+    fn pragma(self) -> &'static str {
+        match self {
+            Durability::Full => "FULL",
+            Durability::Normal => "NORMAL",
+        }
+    }
+}
+
+/// How to open a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OpenOptions {
+    /// How long a call waits for another connection's lock before failing with
+    /// [`SessionStoreError::Locked`]. Default 5 s.
+    pub busy_timeout: Duration,
+    /// The commit durability. Default [`Durability::Full`].
+    pub durability: Durability,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            busy_timeout: Duration::from_secs(5),
+            durability: Durability::Full,
+        }
+    }
+}
+
+impl OpenOptions {
+    /// Sets the busy timeout (builder style).
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// Sets the durability (builder style).
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+}
+
+/// The gate header of a session: one row, current after every append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SessionHeader {
+    /// The session's revision (the number of events appended).
+    pub revision: Revision,
+    /// The envelope gate's figures, equal to `compaction_core::gate_input` of the history.
+    pub gate: GateInput,
+    /// The revision at which the live compaction event was appended, if one is live.
+    pub live_compaction: Option<Revision>,
+}
+
+/// The live compaction as the session row records it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct LiveRef {
+    pub(crate) seq: i64,
+    pub(crate) start: f64,
+    pub(crate) end: f64,
+}
+
+/// A session row: key, revision and the header's working state.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct SessionRow {
+    pub(crate) pk: i64,
+    pub(crate) revision: u64,
+    pub(crate) tracker: TurnTracker,
+    pub(crate) prompt_tokens: Option<u64>,
+    pub(crate) live: Option<LiveRef>,
+}
+
+impl SessionRow {
+    pub(crate) fn header(&self) -> SessionHeader {
+        SessionHeader {
+            revision: Revision(self.revision),
+            gate: GateInput {
+                completed_turns_since_compaction: usize::try_from(self.tracker.completed())
+                    .unwrap_or(usize::MAX),
+                coordinator_prompt_tokens: self.prompt_tokens,
+            },
+            live_compaction: self.live.map(|l| Revision(l.seq.unsigned_abs())),
+        }
+    }
+}
+
+/// Token counts are stored as the bit pattern of the `u64` (lossless both ways).
+pub(crate) fn tokens_to_sql(tokens: Option<u64>) -> Option<i64> {
+    tokens.map(|t| t as i64)
+}
+
+fn tokens_from_sql(tokens: Option<i64>) -> Option<u64> {
+    tokens.map(|t| t as u64)
+}
+
+const SESSION_ROW: &str = "SELECT pk, revision, closed_turns, open_turn, prompt_tokens, \
+     live_seq, live_start, live_end FROM sessions \
+     WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3";
+
+/// Reads the session row of `key`, if the session exists.
+pub(crate) fn session_row(
+    conn: &Connection,
+    key: &SessionKey,
+) -> rusqlite::Result<Option<SessionRow>> {
+    let mut stmt = conn.prepare_cached(SESSION_ROW)?;
+    stmt.query_row((&key.app_name, &key.user_id, &key.session_id), |row| {
+        let live_seq: Option<i64> = row.get(5)?;
+        let live_start: Option<f64> = row.get(6)?;
+        let live_end: Option<f64> = row.get(7)?;
+        let live = match (live_seq, live_start, live_end) {
+            (Some(seq), Some(start), Some(end)) => Some(LiveRef { seq, start, end }),
+            _ => None,
+        };
+        Ok(SessionRow {
+            pk: row.get(0)?,
+            revision: row.get::<_, i64>(1)?.unsigned_abs(),
+            tracker: TurnTracker {
+                closed: row.get::<_, i64>(2)?.unsigned_abs(),
+                open: OpenTurn::from_code(row.get(3)?),
+            },
+            prompt_tokens: tokens_from_sql(row.get(4)?),
+            live,
+        })
+    })
+    .optional()
+}
+
+/// Epoch seconds now, for `created_at` / `updated_at`.
+pub(crate) fn now_seconds() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+#[derive(Debug)]
+struct Inner {
+    path: PathBuf,
+    options: OpenOptions,
+    conn: Mutex<Connection>,
+}
+
+/// A durable session store in one SQLite file. Cheap to clone (the clones share one
+/// connection); safe to share between threads and tasks; several processes may open the same
+/// file at once.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store at `path` with the default [`OpenOptions`]:
+    /// migrates an older or empty file, refuses a newer one.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, SessionStoreError> {
+        Self::open_with(path, OpenOptions::default())
+    }
+
+    /// Opens the store at `path` with `options`.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        options: OpenOptions,
+    ) -> Result<Self, SessionStoreError> {
+        let path = path.as_ref().to_path_buf();
+        let fail = |what: &'static str| {
+            let path = path.clone();
+            move |e: rusqlite::Error| {
+                SessionStoreError::sqlite(&path, options.busy_timeout, || what.to_owned(), e)
+            }
+        };
+        let mut conn = Connection::open(&path).map_err(fail("opening the database"))?;
+        conn.busy_timeout(options.busy_timeout)
+            .map_err(fail("setting the busy timeout"))?;
+        // The first read: a file that is not a database fails here, before anything is written.
+        let found = schema::user_version(&conn).map_err(fail("reading the schema version"))?;
+        if found > SCHEMA_VERSION {
+            return Err(SessionStoreError::FutureSchema {
+                path,
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+            .map_err(fail("switching to the WAL journal"))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(SessionStoreError::JournalMode { path, mode });
+        }
+        conn.pragma_update(None, "synchronous", options.durability.pragma())
+            .map_err(fail("setting synchronous"))?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(fail("enabling foreign keys"))?;
+        match schema::migrate(&mut conn).map_err(fail("migrating the schema"))? {
+            Migration::Future(found) => {
+                return Err(SessionStoreError::FutureSchema {
+                    path,
+                    found,
+                    supported: SCHEMA_VERSION,
+                });
+            }
+            Migration::Current { applied } if applied > 0 => {
+                tracing::info!(path = %path.display(), applied, version = SCHEMA_VERSION, "migrated session store");
+            }
+            Migration::Current { .. } => {}
+        }
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                path,
+                options,
+                conn: Mutex::new(conn),
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The options the store was opened with.
+    pub fn options(&self) -> OpenOptions {
+        self.inner.options
+    }
+
+    /// The connection. A panic while it was held leaves no open transaction behind (rusqlite
+    /// rolls back on drop), so a poisoned lock is safe to take over.
+    pub(crate) fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.inner
+            .conn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wraps a SQLite error with the file and `operation`.
+    pub(crate) fn sqlite_error<'a>(
+        &'a self,
+        operation: impl FnOnce() -> String + 'a,
+    ) -> impl FnOnce(rusqlite::Error) -> SessionStoreError + 'a {
+        move |e| {
+            SessionStoreError::sqlite(
+                &self.inner.path,
+                self.inner.options.busy_timeout,
+                operation,
+                e,
+            )
+        }
+    }
+
+    pub(crate) fn not_found(&self, key: &SessionKey) -> SessionStoreError {
+        SessionStoreError::NotFound {
+            path: self.inner.path.clone(),
+            key: key.clone(),
+        }
+    }
+
+    /// Parses a stored event, naming the file, session, revision and event id on failure.
+    pub(crate) fn parse_event(
+        &self,
+        key: &SessionKey,
+        seq: i64,
+        event_id: &str,
+        body: &str,
+    ) -> Result<Event, SessionStoreError> {
+        serde_json::from_str(body).map_err(|source| SessionStoreError::CorruptEvent {
+            path: self.inner.path.clone(),
+            key: Box::new(key.clone()),
+            revision: seq.unsigned_abs(),
+            event_id: event_id.to_owned(),
+            source,
+        })
+    }
+
+    /// Parses a stored state.
+    pub(crate) fn parse_state(
+        &self,
+        key: &SessionKey,
+        state: &str,
+    ) -> Result<Map<String, Value>, SessionStoreError> {
+        serde_json::from_str(state).map_err(|source| SessionStoreError::CorruptState {
+            path: self.inner.path.clone(),
+            key: key.clone(),
+            source,
+        })
+    }
+
+    pub(crate) fn serialize_error(
+        &self,
+        key: &SessionKey,
+        what: impl Into<String>,
+        source: serde_json::Error,
+    ) -> SessionStoreError {
+        SessionStoreError::Serialize {
+            path: self.inner.path.clone(),
+            key: Box::new(key.clone()),
+            what: what.into(),
+            source,
+        }
+    }
+
+    /// Creates an empty session at revision 0 with `state`.
+    pub fn create_session(
+        &self,
+        key: &SessionKey,
+        state: Map<String, Value>,
+    ) -> Result<Session, SessionStoreError> {
+        let json =
+            serde_json::to_string(&state).map_err(|e| self.serialize_error(key, "state", e))?;
+        let now = now_seconds();
+        let conn = self.conn();
+        let inserted = conn
+            .prepare_cached(
+                "INSERT INTO sessions (app_name, user_id, session_id, state, revision, created_at, updated_at) \
+                 VALUES (?1, ?2, ?3, ?4, 0, ?5, ?5)",
+            )
+            .and_then(|mut stmt| stmt.execute((&key.app_name, &key.user_id, &key.session_id, &json, now)));
+        match inserted {
+            Ok(_) => Ok(Session {
+                key: key.clone(),
+                state,
+                events: Vec::new(),
+                revision: Revision(0),
+            }),
+            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
+                Err(SessionStoreError::AlreadyExists {
+                    path: self.inner.path.clone(),
+                    key: key.clone(),
+                })
+            }
+            Err(e) => Err(self.sqlite_error(|| format!("creating session {key}"))(e)),
+        }
+    }
+
+    /// Loads a session with its whole history, in append order (one read transaction).
+    pub fn get_session(&self, key: &SessionKey) -> Result<Session, SessionStoreError> {
+        let op = || format!("loading session {key}");
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(self.sqlite_error(op))?;
+        let Some((pk, revision, state)) = tx
+            .prepare_cached(
+                "SELECT pk, revision, state FROM sessions \
+                 WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row((&key.app_name, &key.user_id, &key.session_id), |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, String>(2)?,
+                    ))
+                })
+                .optional()
+            })
+            .map_err(self.sqlite_error(op))?
+        else {
+            return Err(self.not_found(key));
+        };
+        let state = self.parse_state(key, &state)?;
+        let events = self.events_of(&tx, key, pk)?;
+        tx.commit().map_err(self.sqlite_error(op))?;
+        Ok(Session {
+            key: key.clone(),
+            state,
+            events,
+            revision: Revision(revision.unsigned_abs()),
+        })
+    }
+
+    /// Every event of the session `pk`, in append order.
+    pub(crate) fn events_of(
+        &self,
+        tx: &Transaction<'_>,
+        key: &SessionKey,
+        pk: i64,
+    ) -> Result<Vec<Event>, SessionStoreError> {
+        let op = || format!("reading the events of session {key}");
+        let mut stmt = tx
+            .prepare_cached(
+                "SELECT seq, event_id, body FROM events WHERE session_pk = ?1 ORDER BY seq",
+            )
+            .map_err(self.sqlite_error(op))?;
+        let mut rows = stmt.query([pk]).map_err(self.sqlite_error(op))?;
+        let mut events = Vec::new();
+        while let Some(row) = rows.next().map_err(self.sqlite_error(op))? {
+            let (seq, id, body) = read_body(row).map_err(self.sqlite_error(op))?;
+            events.push(self.parse_event(key, seq, &id, &body)?);
+        }
+        Ok(events)
+    }
+
+    /// The gate header: one indexed row read.
+    pub fn header(&self, key: &SessionKey) -> Result<SessionHeader, SessionStoreError> {
+        let conn = self.conn();
+        session_row(&conn, key)
+            .map_err(self.sqlite_error(|| format!("reading the header of session {key}")))?
+            .map(|row| row.header())
+            .ok_or_else(|| self.not_found(key))
+    }
+
+    /// Runs SQLite's `PRAGMA integrity_check`: `Ok(vec!["ok"])` when the file is sound,
+    /// otherwise SQLite's list of problems.
+    pub fn integrity_check(&self) -> Result<Vec<String>, SessionStoreError> {
+        let conn = self.conn();
+        let op = || "checking integrity".to_owned();
+        let mut stmt = conn
+            .prepare("PRAGMA integrity_check")
+            .map_err(self.sqlite_error(op))?;
+        let rows = stmt
+            .query_map([], |row| row.get::<_, String>(0))
+            .map_err(self.sqlite_error(op))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(self.sqlite_error(op))
+    }
+}
+
+/// `(seq, event_id, body)` of an events row selected in that order.
+pub(crate) fn read_body(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, String)> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+}
