@@ -1,0 +1,205 @@
+//! The file-system primitives: the sibling lock file (compatible with Python's `filelock`),
+//! a bounded read that refuses directories and huge files, and atomic replacement.
+//!
+//! Lock compatibility: Python's `filelock.FileLock` on Unix calls `fcntl.flock(fd, LOCK_EX)` on
+//! `zocrates_config.json.lock` and never deletes that file; std's `File::lock` is `flock(fd,
+//! LOCK_EX)` on Linux and macOS, so the two exclude each other (the cross-language test checks
+//! this). On Windows both take `LockFileEx`-style byte-range locks on the same file.
+
+use std::fs::{File, OpenOptions, Permissions};
+use std::io::{ErrorKind, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::ConfigError;
+
+/// Files larger than this are refused: a settings file is a few hundred bytes.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+fn io_error(path: &Path, action: &'static str, source: std::io::Error) -> ConfigError {
+    if source.kind() == ErrorKind::PermissionDenied {
+        ConfigError::PermissionDenied {
+            path: path.to_owned(),
+            action,
+        }
+    } else {
+        ConfigError::Io {
+            path: path.to_owned(),
+            action,
+            source,
+        }
+    }
+}
+
+fn create_options() -> OpenOptions {
+    let mut o = OpenOptions::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    o
+}
+
+/// Creates the file's directory (mode 0700 on Unix) if it is missing.
+pub(crate) fn ensure_dir(dir: &Path) -> Result<(), ConfigError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        b.mode(0o700);
+    }
+    b.create(dir)
+        .map_err(|e| io_error(dir, "create the settings directory", e))
+}
+
+/// A held lock on the sibling lock file; released when dropped (closing the descriptor).
+#[derive(Debug)]
+pub(crate) struct LockGuard {
+    _file: File,
+}
+
+/// Opens (creating with mode 0600 if needed) the lock file. An existing lock file that we may
+/// not write is opened read-only: `flock` does not need write access.
+fn open_lock(path: &Path) -> Result<File, ConfigError> {
+    let mut o = create_options();
+    match o.read(true).write(true).create(true).open(path) {
+        Ok(f) => Ok(f),
+        Err(e) if e.kind() == ErrorKind::PermissionDenied && path.is_file() => {
+            File::open(path).map_err(|e| io_error(path, "open the lock file", e))
+        }
+        Err(e) => Err(io_error(path, "open the lock file", e)),
+    }
+}
+
+/// Blocks until the exclusive lock is held.
+pub(crate) fn lock_exclusive(path: &Path) -> Result<LockGuard, ConfigError> {
+    let file = open_lock(path)?;
+    file.lock()
+        .map_err(|e| io_error(path, "lock the lock file", e))?;
+    Ok(LockGuard { _file: file })
+}
+
+/// Takes a shared lock (readers only, excludes every writer), blocking.
+pub(crate) fn lock_shared(path: &Path) -> Result<LockGuard, ConfigError> {
+    let file = open_lock(path)?;
+    file.lock_shared()
+        .map_err(|e| io_error(path, "lock the lock file", e))?;
+    Ok(LockGuard { _file: file })
+}
+
+/// The file's bytes and permissions, or `None` if it does not exist. Refuses anything that is
+/// not a regular file and anything over [`MAX_FILE_BYTES`], before reading it.
+pub(crate) fn read_bounded(path: &Path) -> Result<Option<(Vec<u8>, Permissions)>, ConfigError> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error(path, "inspect the settings file", e)),
+    };
+    if !meta.is_file() {
+        return Err(ConfigError::NotAFile {
+            path: path.to_owned(),
+            found: if meta.is_dir() {
+                "a directory"
+            } else {
+                "something that is not a regular file"
+            },
+        });
+    }
+    let too_large = |size| ConfigError::TooLarge {
+        path: path.to_owned(),
+        size,
+        limit: MAX_FILE_BYTES,
+    };
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_large(meta.len()));
+    }
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error(path, "read the settings file", e)),
+    };
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    // The file may grow between stat and read; read at most one byte past the limit.
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error(path, "read the settings file", e))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(Some((bytes, meta.permissions())))
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
+}
+
+/// Replaces `path` with `bytes` atomically: a temporary file in the same directory (mode 0600,
+/// or `keep` — the replaced file's permissions), written and fsynced, renamed over the file,
+/// then the directory fsynced. A reader sees the old bytes or the new ones, never a mix.
+pub(crate) fn replace_atomically(
+    path: &Path,
+    bytes: &[u8],
+    keep: Option<Permissions>,
+) -> Result<(), ConfigError> {
+    let tmp = temp_path(path);
+    let result = write_then_rename(path, &tmp, bytes, keep);
+    if result.is_err() {
+        // Best effort: a leftover temporary file is harmless (it is never read).
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn write_then_rename(
+    path: &Path,
+    tmp: &Path,
+    bytes: &[u8],
+    keep: Option<Permissions>,
+) -> Result<(), ConfigError> {
+    let action = "write a temporary settings file";
+    let dir = tmp.parent().unwrap_or(Path::new("."));
+    let mut file = create_options()
+        .write(true)
+        .create_new(true)
+        .open(tmp)
+        .map_err(|e| io_error(dir, "create a temporary file in the settings directory", e))?;
+    if let Some(perm) = keep {
+        file.set_permissions(perm)
+            .map_err(|e| io_error(tmp, action, e))?;
+    }
+    file.write_all(bytes)
+        .map_err(|e| io_error(tmp, action, e))?;
+    file.sync_all().map_err(|e| io_error(tmp, action, e))?;
+    drop(file);
+    std::fs::rename(tmp, path).map_err(|e| io_error(path, "replace the settings file", e))?;
+    sync_dir(path)
+}
+
+#[cfg(unix)]
+fn sync_dir(path: &Path) -> Result<(), ConfigError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_error(dir, "sync the settings directory", e))
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_path: &Path) -> Result<(), ConfigError> {
+    // Windows cannot open a directory as a file to flush it; the rename is durable on NTFS.
+    Ok(())
+}

@@ -1,0 +1,8 @@
+//! Integration tests of config-ssot against real files, real locks and real OS processes.
+
+mod corrupt;
+mod multiprocess;
+mod python;
+mod roundtrip;
+mod support;
+mod watch;
