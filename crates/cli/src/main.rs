@@ -1,1 +1,463 @@
-fn main() {}
+//! `compaction`: the composition root of adaptive-compaction.
+//!
+//! It reads settings through config-ssot, picks the decision model and the summarizer from the
+//! settings and the environment, opens the SQLite session store, and runs compaction-core's
+//! engine: on the bundled demo conversation (`demo`), on a transcript (`replay`), or once on a
+//! stored session after a turn (`evaluate`, the hook a non-Rust backend calls).
+//!
+//! It is the only crate that prints. Exit codes: 0 success, 1 unexpected failure, 2 usage
+//! error, 3 bad input (transcript or config), 4 database error (busy, corrupt, unknown session).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use compaction_core::{Engine, SessionKey, subsumed_compaction_ids};
+use session_store::SqliteStore;
+
+mod error;
+mod render;
+mod replay;
+mod store;
+mod transcript;
+mod wiring;
+
+use error::CliError;
+use replay::{Replay, TurnRecord};
+use wiring::{ConfigSource, MonotonicClock, ProcessIds, Wiring, wire};
+
+/// The bundled demo conversation.
+const DEMO_TRANSCRIPT: &str = include_str!("../demo/research-conversation.jsonl");
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "compaction",
+    version,
+    about = "Post-turn adaptive context compaction for long research chats"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Replay the bundled research conversation offline (no API key, no server).
+    Demo {
+        /// Print one JSON record per turn instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Keep the session database at PATH instead of a temporary directory.
+        #[arg(long, value_name = "PATH")]
+        db: Option<PathBuf>,
+    },
+    /// Replay a JSONL transcript (`-` for stdin) through the engine, one evaluation per turn.
+    Replay {
+        /// The transcript (see README: transcript format), or `-` for stdin.
+        file: String,
+        #[command(flatten)]
+        run: RunArgs,
+        /// The session id to create (default: `replay-<time>`).
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Run one post-turn evaluation on a stored session.
+    Evaluate {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        target: SessionArgs,
+    },
+    /// Print a stored session's assembled context and compaction history.
+    Inspect {
+        #[command(flatten)]
+        target: SessionArgs,
+        /// Database file.
+        #[arg(long, value_name = "PATH")]
+        db: PathBuf,
+    },
+    /// Show or change the settings file (zocrates_config.json).
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+        /// The config file (default: $ZOTERO_DATA_DIR or ~/Zotero, then zocrates-data/zocrates_config.json).
+        #[arg(long, value_name = "PATH", global = true)]
+        config: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// Session database file (created when missing; replay defaults to a temporary one).
+    #[arg(long, value_name = "PATH")]
+    db: Option<PathBuf>,
+    /// Decision adapter: auto, decisions, chat-logprobs or offline (overrides the config file).
+    #[arg(long)]
+    decision: Option<String>,
+    /// Summarizer adapter: auto, chat or offline (overrides the config file).
+    #[arg(long)]
+    summarizer: Option<String>,
+    /// The config file (default: the resolved zocrates_config.json, when it exists).
+    #[arg(long, value_name = "PATH")]
+    config: Option<PathBuf>,
+    /// Print JSON records instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Export spans over OTLP/HTTP (default endpoint: Phoenix's http://localhost:6006/v1/traces).
+    #[arg(long, value_name = "URL", num_args = 0..=1)]
+    otlp: Option<Option<String>>,
+}
+
+#[derive(Debug, clap::Args)]
+struct SessionArgs {
+    /// Session id.
+    #[arg(long)]
+    session: String,
+    /// App name.
+    #[arg(long, default_value = "zocrates")]
+    app: String,
+    /// User id.
+    #[arg(long, default_value = "user")]
+    user: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigAction {
+    /// Print the settings file.
+    Show,
+    /// Print the settings file's path.
+    Path,
+    /// Set KEY to VALUE under the file lock.
+    Set {
+        /// A key of the settings file.
+        key: String,
+        /// The new value (parsed to the key's type).
+        value: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("COMPACTION_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+async fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Demo { json, db } => {
+            init_logging();
+            let wiring = wire(ConfigSource::EmbeddedOffline, None, None)?;
+            let turns = transcript::parse("demo", DEMO_TRANSCRIPT.as_bytes())?;
+            let key = SessionKey::new("zocrates", "demo", "demo-session");
+            replay_turns(wiring, turns, db, key, json, None).await
+        }
+        Command::Replay { file, run, session } => {
+            init_logging();
+            let turns = read_transcript(&file)?;
+            let wiring = wire(
+                ConfigSource::Resolve(run.config.clone()),
+                run.decision.as_deref(),
+                run.summarizer.as_deref(),
+            )?;
+            let id = session.unwrap_or_else(|| format!("replay-{}", std::process::id()));
+            let key = SessionKey::new("zocrates", "replay", id);
+            replay_turns(wiring, turns, run.db, key, run.json, run.otlp).await
+        }
+        Command::Evaluate { run, target } => {
+            init_logging();
+            let db = run
+                .db
+                .clone()
+                .ok_or_else(|| CliError::Other("evaluate needs --db PATH".into()))?;
+            evaluate(run, target, db).await
+        }
+        Command::Inspect { target, db } => inspect(&target, db),
+        Command::Config { action, config } => config_command(action, config),
+    }
+}
+
+fn read_transcript(file: &str) -> Result<Vec<transcript::TranscriptTurn>, CliError> {
+    if file == "-" {
+        let stdin = std::io::stdin();
+        return Ok(transcript::parse("<stdin>", stdin.lock())?);
+    }
+    let f = std::fs::File::open(file).map_err(|error| transcript::TranscriptError::Io {
+        source_name: file.to_owned(),
+        error,
+    })?;
+    Ok(transcript::parse(file, std::io::BufReader::new(f))?)
+}
+
+fn open_store(db: &std::path::Path) -> Result<Arc<SqliteStore>, CliError> {
+    SqliteStore::open(db)
+        .map(Arc::new)
+        .map_err(|e| CliError::Database(e.to_string()))
+}
+
+fn build_engine(
+    wiring: &Wiring,
+    store: Arc<SqliteStore>,
+    clock: Arc<MonotonicClock>,
+    ids: Arc<ProcessIds>,
+    telemetry: Arc<dyn compaction_core::Telemetry>,
+) -> Result<Engine, CliError> {
+    Engine::builder(
+        wiring.decision.model.clone(),
+        wiring.summarizer.summarizer.clone(),
+        store,
+        clock,
+        ids,
+    )
+    .settings(wiring.settings.clone())
+    .telemetry(telemetry)
+    .build()
+    .map_err(|e| CliError::Config(e.to_string()))
+}
+
+async fn replay_turns(
+    wiring: Wiring,
+    turns: Vec<transcript::TranscriptTurn>,
+    db: Option<PathBuf>,
+    key: SessionKey,
+    json: bool,
+    otlp: Option<Option<String>>,
+) -> Result<(), CliError> {
+    let tmp = tempfile::tempdir()
+        .map_err(|e| CliError::Other(format!("cannot create a temporary directory: {e}")))?;
+    let db = db.unwrap_or_else(|| tmp.path().join("sessions.db"));
+    let store = open_store(&db)?;
+    let (telemetry, guard) = wiring::telemetry(otlp)?;
+    let clock = Arc::new(MonotonicClock::default());
+    let ids = Arc::new(ProcessIds::default());
+    let engine = build_engine(
+        &wiring,
+        store.clone(),
+        clock.clone(),
+        ids.clone(),
+        telemetry,
+    )?;
+    let mut out = std::io::stdout().lock();
+    let banner = wiring.banner();
+    if json {
+        emit(
+            &mut out,
+            &serde_json::json!({ "banner": banner }).to_string(),
+        )?;
+    } else {
+        emit(&mut out, &banner)?;
+        emit(&mut out, &render::table_header())?;
+    }
+    let mut replay = Replay::start(engine, store.clone(), clock, ids, key.clone())
+        .await
+        .map_err(|e| CliError::Database(e.to_string()))?;
+    let progress = std::io::stderr().is_terminal() && !std::io::stdout().is_terminal();
+    let mut last: Option<TurnRecord> = None;
+    for (i, turn) in turns.iter().enumerate() {
+        if progress {
+            eprint!("\rreplaying turn {}/{}", i + 1, turns.len());
+        }
+        let record = replay
+            .turn(turn)
+            .await
+            .map_err(|e| CliError::Database(e.to_string()))?;
+        if json {
+            emit(
+                &mut out,
+                &serde_json::to_string(&record).map_err(|e| CliError::Other(e.to_string()))?,
+            )?;
+        } else {
+            emit(&mut out, &render::table_row(&record))?;
+        }
+        last = Some(record);
+    }
+    if progress {
+        eprintln!();
+    }
+    let context = store
+        .load_context(&key)
+        .map_err(|e| CliError::Database(e.to_string()))?;
+    let session = store
+        .get_session(&key)
+        .map_err(|e| CliError::Database(e.to_string()))?;
+    let compactions = session
+        .events
+        .iter()
+        .filter(|e| e.compaction().is_some())
+        .count();
+    if !json {
+        emit(&mut out, "\nFinal assembled context for the next turn:")?;
+        emit(&mut out, render::context(&context, 400).trim_end())?;
+        emit(&mut out, "\nCompaction history:")?;
+        emit(
+            &mut out,
+            render::compaction_history(&session.events, &subsumed_compaction_ids(&session.events))
+                .trim_end(),
+        )?;
+    }
+    if last.is_some() {
+        let (without, with) = replay
+            .next_prompt_tokens()
+            .await
+            .map_err(|e| CliError::Database(e.to_string()))?;
+        let saved = without.saturating_sub(with);
+        let pct = if without == 0 {
+            0.0
+        } else {
+            100.0 * saved as f64 / without as f64
+        };
+        if json {
+            emit(
+                &mut out,
+                &serde_json::json!({ "turns": turns.len(), "compactions": compactions, "next_prompt_tokens_without": without, "next_prompt_tokens_with": with, "tokens_saved": saved }).to_string(),
+            )?;
+        } else {
+            emit(
+                &mut out,
+                &format!(
+                    "\n{} turns, {compactions} compactions. Next prompt: {without} tokens without compaction, {with} with: {saved} tokens saved ({pct:.0}%).",
+                    turns.len()
+                ),
+            )?;
+        }
+    }
+    drop(guard);
+    Ok(())
+}
+
+fn emit(out: &mut impl Write, line: &str) -> Result<(), CliError> {
+    writeln!(out, "{line}").map_err(|e| CliError::Other(format!("cannot write output: {e}")))
+}
+
+async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), CliError> {
+    if !db.exists() {
+        return Err(CliError::Database(format!(
+            "{}: no such database file",
+            wiring::shown(&db)
+        )));
+    }
+    let wiring = wire(
+        ConfigSource::Resolve(run.config.clone()),
+        run.decision.as_deref(),
+        run.summarizer.as_deref(),
+    )?;
+    let store = open_store(&db)?;
+    let (telemetry, guard) = wiring::telemetry(run.otlp)?;
+    let engine = build_engine(
+        &wiring,
+        store,
+        Arc::new(MonotonicClock::default()),
+        Arc::new(ProcessIds::default()),
+        telemetry,
+    )?;
+    let key = SessionKey::new(target.app, target.user, target.session);
+    let outcome = engine.evaluate_and_compact(&key).await;
+    drop(guard);
+    let mut out = std::io::stdout().lock();
+    let detail = format!("{outcome:?}");
+    if run.json {
+        let record = serde_json::json!({
+            "banner": wiring.banner(),
+            "session": key.to_string(),
+            "outcome": outcome.label(),
+            "probability": outcome.probability().map(|p| p.value()),
+            "compaction_event_id": outcome.compaction().map(|c| c.event.id.clone()),
+            "detail": detail,
+        });
+        emit(&mut out, &record.to_string())?;
+    } else {
+        emit(&mut out, &wiring.banner())?;
+        emit(&mut out, &format!("{key}: {} ({detail})", outcome.label()))?;
+    }
+    if let compaction_core::Outcome::StoreFailed { failure } = outcome {
+        return Err(CliError::Database(failure));
+    }
+    Ok(())
+}
+
+fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
+    if !db.exists() {
+        return Err(CliError::Database(format!(
+            "{}: no such database file",
+            wiring::shown(&db)
+        )));
+    }
+    let store = open_store(&db)?;
+    let key = SessionKey::new(
+        target.app.clone(),
+        target.user.clone(),
+        target.session.clone(),
+    );
+    let session = store
+        .get_session(&key)
+        .map_err(|e| CliError::Database(e.to_string()))?;
+    let context = store
+        .load_context(&key)
+        .map_err(|e| CliError::Database(e.to_string()))?;
+    let mut out = std::io::stdout().lock();
+    emit(
+        &mut out,
+        &format!(
+            "session {key}: {} events, revision {}",
+            session.events.len(),
+            session.revision
+        ),
+    )?;
+    emit(&mut out, "\nCompaction history:")?;
+    emit(
+        &mut out,
+        render::compaction_history(&session.events, &subsumed_compaction_ids(&session.events))
+            .trim_end(),
+    )?;
+    emit(&mut out, "\nAssembled context for the next turn:")?;
+    emit(&mut out, render::context(&context, usize::MAX).trim_end())
+}
+
+fn config_command(action: ConfigAction, config: Option<PathBuf>) -> Result<(), CliError> {
+    let store = wiring::config_store(config)?;
+    let mut out = std::io::stdout().lock();
+    match action {
+        ConfigAction::Path => emit(&mut out, &wiring::shown(store.path().file())),
+        ConfigAction::Show => {
+            let file = store.load().map_err(|e| CliError::Config(e.to_string()))?;
+            emit(&mut out, &format!("# {}", wiring::shown(file.path())))?;
+            emit(&mut out, String::from_utf8_lossy(&file.render()).trim_end())
+        }
+        ConfigAction::Set { key, value } => {
+            let file = store
+                .set(&key, &value)
+                .map_err(|e| CliError::Config(e.to_string()))?;
+            emit(
+                &mut out,
+                &format!("{key} set in {}", wiring::shown(file.path())),
+            )
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! The composition root's wiring: settings from config-ssot, adapters from settings and the
+//! environment, the clock and ids of this process, and telemetry.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use compaction_core::{Clock, IdGenerator, Settings, Telemetry, Timestamp};
+use config_ssot::{ConfigFile, ConfigPath, ConfigStore};
+use serde_json::{Map, Value};
+
+use crate::error::CliError;
+
+/// The adapters chosen and the settings they run on.
+pub(crate) struct Wiring {
+    /// The validated settings.
+    pub(crate) settings: Settings,
+    /// The decision model and why it was chosen.
+    pub(crate) decision: decision_client::Selected,
+    /// The summarizer and why it was chosen.
+    pub(crate) summarizer: summarizer::Selected,
+    /// Where the settings came from.
+    pub(crate) settings_origin: String,
+}
+
+impl Wiring {
+    /// The first line of output: which models run and why.
+    pub(crate) fn banner(&self) -> String {
+        format!(
+            "decision model: {} | summarizer: {} | settings: {}",
+            self.decision.reason, self.summarizer.reason, self.settings_origin
+        )
+    }
+}
+
+/// Where settings come from.
+pub(crate) enum ConfigSource {
+    /// The spec's defaults, adapters forced offline (the demo's embedded default).
+    EmbeddedOffline,
+    /// `--config PATH`, or the resolved default location when a file is there.
+    Resolve(Option<PathBuf>),
+}
+
+/// Loads the config file (if any) and builds the adapters. `decision` / `summarizer` override
+/// the file's `decision_adapter` / `summarizer_adapter`.
+pub(crate) fn wire(
+    source: ConfigSource,
+    decision: Option<&str>,
+    summarizer: Option<&str>,
+) -> Result<Wiring, CliError> {
+    let (settings, mut raw, origin) = match source {
+        ConfigSource::EmbeddedOffline => {
+            let mut raw = Map::new();
+            raw.insert(
+                decision_client::config::KEY_ADAPTER.into(),
+                Value::from("offline"),
+            );
+            raw.insert(
+                summarizer::config::KEY_ADAPTER.into(),
+                Value::from("offline"),
+            );
+            (Settings::default(), raw, "spec defaults (demo)".to_owned())
+        }
+        ConfigSource::Resolve(explicit) => match load_config(explicit)? {
+            Some(file) => (
+                file.settings().clone(),
+                file.raw().clone(),
+                file.path().display().to_string(),
+            ),
+            None => (
+                Settings::default(),
+                Map::new(),
+                "spec defaults (no config file)".to_owned(),
+            ),
+        },
+    };
+    if let Some(choice) = decision {
+        raw.insert(
+            decision_client::config::KEY_ADAPTER.into(),
+            Value::from(choice),
+        );
+    }
+    if let Some(choice) = summarizer {
+        raw.insert(summarizer::config::KEY_ADAPTER.into(), Value::from(choice));
+    }
+    let effective = settings
+        .effective()
+        .map_err(|e| CliError::Config(e.to_string()))?;
+    let decision_config = decision_client::DecisionConfig::from_map(&raw)
+        .map_err(|e| CliError::Config(e.to_string()))?;
+    let summarizer_config = summarizer::SummarizerConfig::from_map(&raw)
+        .map_err(|e| CliError::Config(e.to_string()))?;
+    let env = |name: &str| std::env::var(name).ok();
+    let decision = decision_client::build_decision_model(&effective, &decision_config, env)
+        .map_err(|e| CliError::Config(e.to_string()))?;
+    let summarizer = summarizer::build_summarizer(&effective, &summarizer_config, env)
+        .map_err(|e| CliError::Config(e.to_string()))?;
+    Ok(Wiring {
+        settings,
+        decision,
+        summarizer,
+        settings_origin: origin,
+    })
+}
+
+/// `--config PATH` is loaded (and created with defaults when missing); without it the default
+/// location is used only when a file already exists there.
+fn load_config(explicit: Option<PathBuf>) -> Result<Option<ConfigFile>, CliError> {
+    let had_explicit = explicit.is_some();
+    let path = ConfigPath::from_env(explicit).map_err(|e| CliError::Config(e.to_string()))?;
+    if !had_explicit && !path.file().exists() {
+        return Ok(None);
+    }
+    let store = ConfigStore::open(path);
+    store
+        .load()
+        .map(Some)
+        .map_err(|e| CliError::Config(e.to_string()))
+}
+
+/// The config store `compaction config` works on.
+pub(crate) fn config_store(explicit: Option<PathBuf>) -> Result<ConfigStore, CliError> {
+    let path = ConfigPath::from_env(explicit).map_err(|e| CliError::Config(e.to_string()))?;
+    Ok(ConfigStore::open(path))
+}
+
+/// Telemetry: an OTLP exporter when `--otlp` or `OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT` asks
+/// for one, otherwise none (and no network traffic).
+pub(crate) fn telemetry(
+    otlp: Option<Option<String>>,
+) -> Result<(Arc<dyn Telemetry>, Option<telemetry::TelemetryGuard>), CliError> {
+    let from_env = [telemetry::TRACES_ENDPOINT_ENV, telemetry::ENDPOINT_ENV]
+        .iter()
+        .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()));
+    let endpoint = match otlp {
+        Some(endpoint) => endpoint,
+        None if from_env => None,
+        None => return Ok((Arc::new(compaction_core::NoTelemetry), None)),
+    };
+    let guard = telemetry::OtlpSetup::new()
+        .endpoint(endpoint.as_deref())
+        .init()
+        .map_err(|e| CliError::Config(e.to_string()))?;
+    let config =
+        telemetry::TelemetryConfig::from_env().map_err(|e| CliError::Config(e.to_string()))?;
+    Ok((Arc::new(guard.telemetry(config)), Some(guard)))
+}
+
+/// Wall-clock time, made strictly increasing so that events appended in one burst (a replay)
+/// keep their order: each reading is at least 1 ms after the previous one.
+#[derive(Debug, Default)]
+pub(crate) struct MonotonicClock {
+    last_micros: AtomicU64,
+}
+
+impl Clock for MonotonicClock {
+    fn now(&self) -> Timestamp {
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        let mut prev = self.last_micros.load(Ordering::SeqCst);
+        loop {
+            let next = wall.max(prev + 1_000);
+            match self
+                .last_micros
+                .compare_exchange(prev, next, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return Timestamp::new(next as f64 / 1e6).unwrap_or(Timestamp::EPOCH),
+                Err(actual) => prev = actual,
+            }
+        }
+    }
+}
+
+/// Unique ids: process start time, process id and a counter, in hex.
+#[derive(Debug)]
+pub(crate) struct ProcessIds {
+    prefix: String,
+    counter: AtomicU64,
+}
+
+impl Default for ProcessIds {
+    fn default() -> Self {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        ProcessIds {
+            prefix: format!("{nanos:x}-{:x}", std::process::id()),
+            counter: AtomicU64::new(0),
+        }
+    }
+}
+
+impl IdGenerator for ProcessIds {
+    fn next_id(&self) -> String {
+        format!(
+            "{}-{}",
+            self.prefix,
+            self.counter.fetch_add(1, Ordering::SeqCst)
+        )
+    }
+}
+
+/// Displays a path for messages.
+pub(crate) fn shown(path: &Path) -> String {
+    path.display().to_string()
+}
