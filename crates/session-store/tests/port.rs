@@ -1,0 +1,100 @@
+//! The `SessionStore` port: the engine runs its whole post-turn path on the SQLite store.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{key, temp_store};
+use compaction_core::testing::{
+    EventFactory, RecordingSummarizer, ScriptedDecisionModel, SequentialIds, SteppingClock,
+};
+use compaction_core::{
+    Engine, FastExitReason, Outcome, Revision, SessionStore, StoreError, assemble_context,
+    gate_input,
+};
+use serde_json::Map;
+use session_store::Durability;
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_port_maps_stale_and_not_found_and_answers_from_the_header() {
+    let (_dir, store) = temp_store(Durability::Normal);
+    let port: Arc<dyn SessionStore> = Arc::new(store.clone());
+    let key = key();
+    assert!(matches!(
+        port.load(&key).await,
+        Err(StoreError::NotFound(_))
+    ));
+    store.create_session(&key, Map::new()).unwrap();
+    let mut f = EventFactory::new();
+    let events = f.conversational_turn("a", "q", "r");
+    let mut revision = Revision(0);
+    for e in &events {
+        revision = port.append(&key, revision, e.clone()).await.unwrap();
+    }
+    let stale = port.append(&key, Revision(0), f.user("b", "q")).await;
+    assert!(
+        matches!(
+            stale,
+            Err(StoreError::Stale {
+                actual: Revision(2),
+                ..
+            })
+        ),
+        "{stale:?}"
+    );
+    let snapshot = port.gate_snapshot(&key).await.unwrap();
+    assert_eq!(snapshot.revision, Revision(2));
+    assert_eq!(snapshot.input, gate_input(&events));
+    assert_eq!(port.load(&key).await.unwrap().events, events);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_engine_fast_exits_then_compacts_through_the_store() {
+    let (_dir, store) = temp_store(Durability::Full);
+    let key = key();
+    store.create_session(&key, Map::new()).unwrap();
+    let summarizer = Arc::new(RecordingSummarizer::new());
+    let engine = Engine::builder(
+        Arc::new(ScriptedDecisionModel::constant(0.9)),
+        summarizer.clone(),
+        Arc::new(store.clone()),
+        Arc::new(SteppingClock::starting_at(1_800_000_000)),
+        Arc::new(SequentialIds::default()),
+    )
+    .build()
+    .unwrap();
+
+    let mut f = EventFactory::new();
+    let mut revision = Revision(0);
+    let mut outcomes = Vec::new();
+    for turn in 0..6 {
+        let inv = format!("inv{turn}");
+        let mut events = f.conversational_turn(&inv, &format!("question {turn}"), "answer");
+        events[1] = events[1].clone().with_prompt_tokens(40_000 + 10_000 * turn);
+        for e in events {
+            revision = store.append_event(&key, revision, &e).unwrap();
+        }
+        let outcome = engine.evaluate_and_compact(&key).await;
+        if let Outcome::Compressed(c) = &outcome {
+            revision = c.revision;
+        }
+        outcomes.push(outcome);
+    }
+    assert!(matches!(
+        outcomes[0],
+        Outcome::FastExit(FastExitReason::TooFewTurns { completed: 1, .. })
+    ));
+    assert!(
+        outcomes.iter().any(|o| matches!(o, Outcome::Compressed(_))),
+        "{outcomes:?}"
+    );
+    assert!(summarizer.calls() >= 1);
+    let session = store.get_session(&key).unwrap();
+    let context = store.load_context(&key).unwrap();
+    assert!(context.summary().is_some());
+    assert_eq!(context, assemble_context(&session.events));
+    assert_eq!(
+        store.header(&key).unwrap().gate,
+        gate_input(&session.events)
+    );
+}
