@@ -46,6 +46,41 @@ pub struct Citation {
     pub key: String,
 }
 
+impl Citation {
+    /// True when this is an author-year reference and `line` (a bibliography entry) names
+    /// each of its authors and its year as whole words: `Chan et al. (2008)` is mentioned by
+    /// `Chan, C. K. et al. High-performance … (2008).` Listing the entry keeps the reference.
+    pub fn mentioned_by(&self, line: &str) -> bool {
+        if self.kind != CitationKind::AuthorYear {
+            return false;
+        }
+        let Some((names, year)) = self
+            .key
+            .strip_prefix("ay:")
+            .and_then(|k| k.rsplit_once(':'))
+        else {
+            return false;
+        };
+        let year = year.trim_end_matches(|c: char| c.is_ascii_lowercase());
+        let line = line.to_lowercase();
+        let names = names.trim_end_matches(" et al");
+        names
+            .split(" & ")
+            .chain(std::iter::once(year))
+            .all(|word| contains_word(&line, word))
+    }
+}
+
+/// True when `needle` occurs in `haystack` with no letter or digit on either side.
+fn contains_word(haystack: &str, needle: &str) -> bool {
+    !needle.is_empty()
+        && haystack.match_indices(needle).any(|(i, _)| {
+            let before = haystack[..i].chars().next_back();
+            let after = haystack[i + needle.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+}
+
 /// Headings (lower-cased, without `#`, emphasis or a trailing colon) that open a sources
 /// section.
 const SOURCE_HEADINGS: [&str; 8] = [
@@ -392,6 +427,17 @@ mod tests {
                 "doi:10.1016/S0378-7753(02)00123-4".into()
             )]
         );
+    }
+
+    #[test]
+    fn bibliography_entries_mention_author_year_references() {
+        let entry = "Obrovac, M. N.; Chevrier, V. L. Alloy Negative Electrodes. Chem. Rev. (2014).";
+        let mentioned = |reference: &str| extract(reference)[0].mentioned_by(entry);
+        assert!(mentioned("(Obrovac & Chevrier, 2014)"));
+        assert!(mentioned("Obrovac et al. (2014)"));
+        assert!(!mentioned("Obrovac et al. (2015)"));
+        assert!(!mentioned("Chevrier and Dahn (2014)"));
+        assert!(!mentioned("Obrov et al. (2014)"));
     }
 
     #[test]

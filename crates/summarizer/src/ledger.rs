@@ -65,16 +65,24 @@ impl CitationLedger {
     }
 
     /// The citations `summary` does not keep, in ledger order. A DOI, arXiv id or author-year
-    /// reference that a missing source line contains is left out (restoring the line restores
-    /// it), and a source line that is nothing but one such identifier counts as kept when the
-    /// identifier is kept anywhere.
+    /// reference that a missing source line contains or [mentions](Citation::mentioned_by) is
+    /// left out (restoring the line restores it); an author-year reference that a source line
+    /// of the summary mentions is kept; a source line that is nothing but one identifier
+    /// counts as kept when the identifier is kept anywhere.
     pub fn missing_from(&self, summary: &str) -> Vec<&Citation> {
-        let kept = citation::keys(summary);
+        let in_summary = citation::extract(summary);
+        let kept: HashSet<&str> = in_summary.iter().map(|c| c.key.as_str()).collect();
+        let kept_lines: Vec<&str> = in_summary
+            .iter()
+            .filter(|c| c.kind == CitationKind::SourceLine)
+            .map(|c| c.text.as_str())
+            .collect();
         without_contained(
             self.entries
                 .iter()
-                .filter(|c| !kept.contains(&c.key))
+                .filter(|c| !kept.contains(c.key.as_str()))
                 .filter(|c| !bare_identifier_kept(c, &kept))
+                .filter(|c| !kept_lines.iter().any(|line| c.mentioned_by(line)))
                 .collect(),
         )
     }
@@ -117,25 +125,29 @@ fn render_section(heading: &str, citations: &[&Citation]) -> String {
 /// Drops the DOIs, arXiv ids and author-year references that one of the listed source lines
 /// already contains.
 fn without_contained(citations: Vec<&Citation>) -> Vec<&Citation> {
-    let inside_lines: HashSet<String> = citations
+    let lines: Vec<&str> = citations
         .iter()
         .filter(|c| c.kind == CitationKind::SourceLine)
-        .flat_map(|c| citation::keys(&c.text))
+        .map(|c| c.text.as_str())
         .collect();
+    let inside_lines: HashSet<String> = lines.iter().flat_map(|l| citation::keys(l)).collect();
     citations
         .into_iter()
-        .filter(|c| c.kind == CitationKind::SourceLine || !inside_lines.contains(&c.key))
+        .filter(|c| {
+            c.kind == CitationKind::SourceLine
+                || !(inside_lines.contains(&c.key) || lines.iter().any(|l| c.mentioned_by(l)))
+        })
         .collect()
 }
 
 /// A source line that is nothing but one identifier (`doi:10.1/x`, as the ledger itself
 /// writes them) is kept when that identifier is kept anywhere.
-fn bare_identifier_kept(c: &Citation, kept: &HashSet<String>) -> bool {
+fn bare_identifier_kept(c: &Citation, kept: &HashSet<&str>) -> bool {
     if c.kind != CitationKind::SourceLine {
         return false;
     }
     match citation::extract(&c.text).as_slice() {
-        [only] => only.text == c.text && kept.contains(&only.key),
+        [only] => only.text == c.text && kept.contains(only.key.as_str()),
         _ => false,
     }
 }

@@ -1,17 +1,18 @@
 //! The offline extractive summarizer: the embedded default when no API key is configured.
 //!
 //! Deterministic and network-free. For each new turn it keeps a **topic**: the user's
-//! question as a `### Q:` heading, the key sentences of the answer (`- Finding:`), and every
-//! sentence of the answer or of the tool syntheses that states a number with its unit
-//! (`- Figure:`). Rolling consolidation parses the previous summary back into topics (a
+//! question as a `### Q:` heading; from the answer, every sentence that states a number with
+//! its unit and the three best other key sentences (results, comparisons, conclusions); and
+//! each sentence of the tool syntheses that states a number with its unit the answer does
+//! not (`- Evidence:`). Rolling consolidation parses the previous summary back into topics (a
 //! summary written by another summarizer becomes one `### Earlier summary` topic) and puts
 //! the new topics after them. Every citation of the previous summary and of the turns is
 //! listed once under `## Cited Sources`, from the [`CitationLedger`].
 //!
 //! **The bound:** the prose (title, topics and the condensation note) never exceeds
 //! `summarizer_offline_max_chars` characters. Over the bound it drops, oldest topic first,
-//! finding lines, then figure lines, then whole topics (never the newest), and finally cuts
-//! the text; a note says how much was left out. The `## Cited Sources` section is never
+//! evidence lines, then key sentences without numbers, then numeric answer sentences, then
+//! whole topics (never the newest), and finally cuts the text; a note says how much was left out. The `## Cited Sources` section is never
 //! bounded: sources are the one thing a summary may not lose.
 
 use async_trait::async_trait;
@@ -19,7 +20,9 @@ use compaction_core::{AdapterError, ModelInfo, Summarizer, Summary, SummaryReque
 
 use crate::citation;
 use crate::ledger::CitationLedger;
-use crate::text::{collapse, cut, has_numeric_finding, sentences};
+use std::collections::HashSet;
+
+use crate::text::{collapse, cut, has_numeric_finding, numeric_findings, sentences};
 
 /// The summary's first line.
 pub const TITLE: &str = "## Comprehensive Conversation Summary";
@@ -31,8 +34,8 @@ pub const MODEL_NAME: &str = "offline-extractive";
 const TOPIC_PREFIX: &str = "### ";
 const QUESTION_PREFIX: &str = "### Q: ";
 const FOREIGN_HEADING: &str = "### Earlier summary";
-const FINDING: &str = "- Finding: ";
-const FIGURE: &str = "- Figure: ";
+const LINE: &str = "- ";
+const EVIDENCE: &str = "- Evidence: ";
 const NOTE_PREFIX: &str = "_Condensed to stay within";
 /// Key sentences kept per answer, besides the numeric ones.
 const FINDINGS_PER_TURN: usize = 3;
@@ -71,11 +74,15 @@ const SIGNAL_WORDS: [&str; 24] = [
     "whereas",
 ];
 
-/// How a line fares when the bound bites: lower is kept longer.
+/// How a line fares when the bound bites: the first variant is dropped first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Priority {
-    Figure,
+    /// A numeric sentence of a tool synthesis.
+    Evidence,
+    /// A key sentence of the answer without a number.
     Finding,
+    /// A sentence of the answer that states a number with its unit.
+    Figure,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -149,7 +156,7 @@ impl OfflineSummarizer {
         let mut dropped_topics = 0usize;
         if total(&topics) > self.max_chars {
             let budget = self.max_chars.saturating_sub(NOTE_RESERVE);
-            for priority in [Priority::Finding, Priority::Figure] {
+            for priority in [Priority::Evidence, Priority::Finding, Priority::Figure] {
                 let mut i = 0;
                 while total(&topics) > budget && i < topics.len() {
                     match topics[i].lines.iter().rposition(|(p, _)| *p == priority) {
@@ -187,13 +194,12 @@ impl OfflineSummarizer {
     }
 }
 
-/// One turn as a topic: question, key sentences, numeric sentences.
+/// One turn as a topic: the question; from the answer, every sentence that states a number
+/// with its unit and the best few other key sentences, in their order; then each sentence of
+/// the tool syntheses that states a number the topic does not state yet.
 fn topic_of(turn: &TurnDigest) -> Topic {
     let question = cut(&collapse(&plain_question(&turn.user)), MAX_QUESTION_CHARS);
     let answer = sentences(&turn.assistant);
-    let mut seen = std::collections::HashSet::new();
-    let mut lines = Vec::new();
-    // Key sentences: scored, the best few kept in their original order.
     let mut scored: Vec<(i32, usize)> = answer
         .iter()
         .enumerate()
@@ -202,27 +208,36 @@ fn topic_of(turn: &TurnDigest) -> Topic {
         .filter(|(score, _)| *score > 0)
         .collect();
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let mut chosen: Vec<usize> = scored
+    let key: HashSet<usize> = scored
         .iter()
         .take(FINDINGS_PER_TURN)
         .map(|(_, i)| *i)
         .collect();
-    chosen.sort_unstable();
-    for i in chosen {
-        if seen.insert(answer[i].to_lowercase()) {
-            lines.push((
-                Priority::Finding,
-                format!("{FINDING}{}", cut(&answer[i], MAX_LINE_CHARS)),
-            ));
+    let mut lines = Vec::new();
+    let mut numbers: HashSet<String> = HashSet::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    for (i, sentence) in answer.iter().enumerate() {
+        let found = numeric_findings(sentence);
+        let priority = if !found.is_empty() {
+            Priority::Figure
+        } else if key.contains(&i) {
+            Priority::Finding
+        } else {
+            continue;
+        };
+        if seen.insert(sentence.to_lowercase()) {
+            numbers.extend(found);
+            lines.push((priority, format!("{LINE}{}", cut(sentence, MAX_LINE_CHARS))));
         }
     }
-    // Every numeric finding, from the answer first, then from the tool syntheses.
-    let tool_sentences = turn.tool_outputs.iter().flat_map(|t| sentences(t));
-    for sentence in answer.iter().cloned().chain(tool_sentences) {
-        if has_numeric_finding(&sentence) && seen.insert(sentence.to_lowercase()) {
+    for sentence in turn.tool_outputs.iter().flat_map(|t| sentences(t)) {
+        let found = numeric_findings(&sentence);
+        let new = found.iter().any(|n| !numbers.contains(n));
+        if new && seen.insert(sentence.to_lowercase()) {
+            numbers.extend(found);
             lines.push((
-                Priority::Figure,
-                format!("{FIGURE}{}", cut(&sentence, MAX_LINE_CHARS)),
+                Priority::Evidence,
+                format!("{EVIDENCE}{}", cut(&sentence, MAX_LINE_CHARS)),
             ));
         }
     }
@@ -290,7 +305,9 @@ fn parse_previous(previous: &str) -> Vec<Topic> {
         if trimmed == FOREIGN_HEADING {
             continue;
         }
-        let entry = if trimmed.starts_with(FIGURE) {
+        let entry = if trimmed.starts_with(EVIDENCE) {
+            (Priority::Evidence, trimmed.to_owned())
+        } else if has_numeric_finding(trimmed) {
             (Priority::Figure, trimmed.to_owned())
         } else if trimmed.starts_with('#') {
             // Another summarizer's heading becomes bold text inside the earlier-summary topic.

@@ -15,14 +15,14 @@ const ABBREVIATIONS: [&str; 16] = [
 /// A number followed by a unit (`3,579 mAh/g`, `12.5 %`, `0.5C`, `$150/kWh`, `2.4×`).
 static NUMBER_WITH_UNIT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r"(?:(?:US\$|\$|€|£)\s?\d[\d,]*(?:\.\d+)?)",
+        r"((?:(?:US\$|\$|€|£)\s?\d[\d,]*(?:\.\d+)?)",
         r"|(?:\d[\d,]*(?:\.\d+)?(?:\s?(?:–|-|to|±)\s?\d[\d,]*(?:\.\d+)?)?\s?",
         r"(?:%|‰|°C|×|wt%|vol%|at%|mAh/g|mAh g⁻¹|mAh/cm²|mAh|Ah|Wh/kg|Wh/L|Wh|kWh|MWh|GWh|TWh|",
         r"W/kg|mW|kW|MW|GW|W|mV|kV|V|mA|A|mS/cm|S/cm|µm|μm|nm|mm|cm|km|m²|kg|mg|µg|g|Mt|t|",
         r"mol/L|mol|mM|M|ppm|ppb|kPa|MPa|GPa|Pa|bar|atm|K|kHz|MHz|GHz|Hz|eV|kJ/mol|kJ|MJ|J|",
         r"ms|s|min|hours?|h|days?|weeks?|months?|years?|yr|cycles?|C|x|fold|USD|EUR|",
-        r"\$/kWh|USD/kWh|\$/MWh|ct/kWh|tokens|parameters|samples|participants|patients|m)",
-        r"(?:[^\p{L}\p{N}]|$))",
+        r"\$/kWh|USD/kWh|\$/MWh|ct/kWh|tokens|parameters|samples|participants|patients|m)))",
+        r"(?:[^\p{L}\p{N}]|$)",
     ))
     .expect("the pattern is valid")
 });
@@ -30,6 +30,21 @@ static NUMBER_WITH_UNIT: LazyLock<Regex> = LazyLock::new(|| {
 /// True when `sentence` states a number with its unit.
 pub(crate) fn has_numeric_finding(sentence: &str) -> bool {
     NUMBER_WITH_UNIT.is_match(sentence)
+}
+
+/// The numbers with units `sentence` states, normalized (`3,579mah/g`), in order.
+pub(crate) fn numeric_findings(sentence: &str) -> Vec<String> {
+    NUMBER_WITH_UNIT
+        .captures_iter(sentence)
+        .filter_map(|c| c.get(1))
+        .map(|m| {
+            m.as_str()
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect::<String>()
+                .to_lowercase()
+        })
+        .collect()
 }
 
 /// Collapses whitespace runs to one space and trims.
@@ -154,6 +169,14 @@ mod tests {
         ] {
             assert!(!has_numeric_finding(no), "{no}");
         }
+    }
+
+    #[test]
+    fn numeric_findings_are_normalized() {
+        assert_eq!(
+            numeric_findings("held 3.7 mAh/cm² and 97 % after 1,000 cycles at $150/kWh."),
+            ["3.7mah/cm²", "97%", "1,000cycles", "$150"]
+        );
     }
 
     #[test]
