@@ -1,5 +1,198 @@
-//! Store benchmarks (being written).
-use criterion::{Criterion, criterion_group, criterion_main};
-fn nothing(_: &mut Criterion) {}
-criterion_group!(benches, nothing);
-criterion_main!(benches);
+//! Session-store benchmarks, on a file on disk:
+//! - `append`: one event per iteration (`Durability::Full`, the default, and `Normal`), plus a
+//!   hand-measured latency distribution (median, p95) of single appends;
+//! - `header`: the fast-exit read of the gate header (sync call and through the async port);
+//! - `load_context`: sessions of 100, 1,000, 10,000 and 100,000 events with a rolling
+//!   compaction every 8 turns (K = 2 turns retained), all built once in one temp file;
+//! - `get_session` at 10,000 events, for contrast with the whole-history load.
+//!
+//! Run: `cargo bench -p session-store --bench store -- --warm-up-time 1 --measurement-time 3`
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use compaction_core::testing::EventFactory;
+use compaction_core::{Event, Revision, SessionKey, SessionStore};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use serde_json::Map;
+use session_store::{Durability, OpenOptions, SqliteStore};
+
+const SIZES: [usize; 4] = [100, 1_000, 10_000, 100_000];
+const COMPACT_EVERY: usize = 8;
+const RETAINED: usize = 2;
+
+/// Appends research turns (six events each, two of them scoped) with a rolling compaction
+/// every eight turns covering everything up to turn N-K, until `events` events are stored.
+fn fill(store: &SqliteStore, key: &SessionKey, events: usize) {
+    let mut f = EventFactory::new();
+    let mut revision = Revision(0);
+    let mut first_ts = None;
+    let mut turn_ends = Vec::new();
+    let mut turn = 0usize;
+    let append = |store: &SqliteStore, e: &Event, revision: &mut Revision| {
+        *revision = store.append_event(key, *revision, e).expect("append");
+    };
+    while (revision.0 as usize) < events {
+        let inv = format!("inv{turn}");
+        let mut t = f.research_turn(&inv, &format!("question {turn} about anodes"), "findings");
+        t[5] = t[5].clone().with_prompt_tokens(30_000 + turn as u64);
+        first_ts.get_or_insert(t[0].timestamp);
+        turn_ends.push(t[5].timestamp);
+        for e in &t {
+            append(store, e, &mut revision);
+        }
+        turn += 1;
+        if turn.is_multiple_of(COMPACT_EVERY) && (revision.0 as usize) < events {
+            let end = turn_ends[turn - 1 - RETAINED];
+            let start = first_ts.expect("a turn was appended");
+            let c = f.compaction(
+                &format!("compact{turn}"),
+                start,
+                end,
+                &"Summary. ".repeat(200),
+            );
+            append(store, &c, &mut revision);
+        }
+    }
+}
+
+fn temp_store(dir: &tempfile::TempDir, name: &str, durability: Durability) -> SqliteStore {
+    SqliteStore::open_with(
+        dir.path().join(name),
+        OpenOptions::default().durability(durability),
+    )
+    .expect("open store")
+}
+
+/// An endless supply of ordinary turn events for the append benchmarks.
+struct Feed {
+    f: EventFactory,
+    buffer: Vec<Event>,
+    turn: usize,
+}
+
+impl Feed {
+    fn new() -> Self {
+        Feed {
+            f: EventFactory::new(),
+            buffer: Vec::new(),
+            turn: 0,
+        }
+    }
+
+    fn next_event(&mut self) -> Event {
+        if self.buffer.is_empty() {
+            self.turn += 1;
+            let mut t =
+                self.f
+                    .research_turn(&format!("inv{}", self.turn), "a question", "findings");
+            t.reverse();
+            self.buffer = t;
+        }
+        self.buffer.pop().expect("refilled")
+    }
+}
+
+#[allow(clippy::print_stdout)]
+fn append_latency_distribution(dir: &tempfile::TempDir) {
+    for durability in [Durability::Full, Durability::Normal] {
+        let store = temp_store(dir, &format!("dist-{durability:?}.db"), durability);
+        let key = SessionKey::new("bench", "u", "dist");
+        store.create_session(&key, Map::new()).expect("create");
+        let mut feed = Feed::new();
+        let mut revision = Revision(0);
+        let mut samples: Vec<Duration> = Vec::with_capacity(2_000);
+        for i in 0..2_200 {
+            let event = feed.next_event();
+            let start = Instant::now();
+            revision = store.append_event(&key, revision, &event).expect("append");
+            if i >= 200 {
+                samples.push(start.elapsed());
+            }
+        }
+        samples.sort_unstable();
+        let pick = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize];
+        println!(
+            "append latency ({durability:?}, {} single appends): median {:?}, p95 {:?}, p99 {:?}",
+            samples.len(),
+            pick(0.5),
+            pick(0.95),
+            pick(0.99)
+        );
+    }
+}
+
+fn benches(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    append_latency_distribution(&dir);
+
+    let mut group = c.benchmark_group("append");
+    for durability in [Durability::Full, Durability::Normal] {
+        let store = temp_store(&dir, &format!("append-{durability:?}.db"), durability);
+        let key = SessionKey::new("bench", "u", "append");
+        store.create_session(&key, Map::new()).expect("create");
+        let mut feed = Feed::new();
+        let mut revision = Revision(0);
+        group.bench_function(
+            BenchmarkId::from_parameter(format!("{durability:?}")),
+            |b| {
+                b.iter_batched(
+                    || feed.next_event(),
+                    |event| {
+                        revision = store.append_event(&key, revision, &event).expect("append");
+                    },
+                    criterion::BatchSize::SmallInput,
+                );
+            },
+        );
+    }
+    group.finish();
+
+    // One file holding a session of every size.
+    let store = temp_store(&dir, "sizes.db", Durability::Normal);
+    for size in SIZES {
+        let key = SessionKey::new("bench", "u", format!("s{size}"));
+        store.create_session(&key, Map::new()).expect("create");
+        fill(&store, &key, size);
+    }
+
+    let mut group = c.benchmark_group("header");
+    let key = SessionKey::new("bench", "u", "s100000");
+    group.bench_function("sync", |b| {
+        b.iter(|| black_box(store.header(&key).expect("header")));
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .build()
+        .expect("runtime");
+    group.bench_function("port_gate_snapshot", |b| {
+        b.iter(|| {
+            black_box(
+                runtime
+                    .block_on(store.gate_snapshot(&key))
+                    .expect("snapshot"),
+            )
+        });
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("load_context");
+    for size in SIZES {
+        let key = SessionKey::new("bench", "u", format!("s{size}"));
+        group.bench_function(BenchmarkId::from_parameter(size), |b| {
+            b.iter(|| black_box(store.load_context(&key).expect("context")));
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("get_session");
+    group.sample_size(10);
+    let key = SessionKey::new("bench", "u", "s10000");
+    group.bench_function(BenchmarkId::from_parameter(10_000), |b| {
+        b.iter(|| black_box(store.get_session(&key).expect("session")));
+    });
+    group.finish();
+}
+
+criterion_group!(store_benches, benches);
+criterion_main!(store_benches);
