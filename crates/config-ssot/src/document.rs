@@ -265,11 +265,17 @@ pub(crate) fn parse(path: &Path, bytes: &[u8], origin: Origin) -> Result<ConfigF
         // serde_json's message ends with its own " at line L column C"; the error says it once.
         let full = e.to_string();
         let position = format!(" at line {} column {}", e.line(), e.column());
+        let mut message = full.strip_suffix(&position).unwrap_or(&full).to_owned();
+        if bytes.starts_with(b"\xEF\xBB\xBF") {
+            message.push_str(
+                " (the file starts with a UTF-8 byte order mark; save it as UTF-8 without BOM)",
+            );
+        }
         ConfigError::Syntax {
             path: path.to_owned(),
             line: e.line(),
             column: e.column(),
-            message: full.strip_suffix(&position).unwrap_or(&full).to_owned(),
+            message,
         }
     })?;
     let Value::Object(map) = value else {
@@ -480,6 +486,7 @@ mod tests {
                 "rule",
                 r#"{"adaptive_compaction_threshold": 1.5}"#.to_owned(),
             ),
+            ("bom", "\u{feff}{}".to_owned()),
             (
                 "floor_above_ceiling",
                 r#"{"adaptive_compaction_token_floor": 5, "adaptive_compaction_token_ceiling": 4}"#

@@ -148,11 +148,20 @@ fn temp_path(path: &Path) -> PathBuf {
 /// Replaces `path` with `bytes` atomically: a temporary file in the same directory (mode 0600,
 /// or `keep` — the replaced file's permissions), written and fsynced, renamed over the file,
 /// then the directory fsynced. A reader sees the old bytes or the new ones, never a mix.
+///
+/// If `path` is a symbolic link (a dotfiles setup), the file it points to is replaced and the
+/// link is kept.
 pub(crate) fn replace_atomically(
     path: &Path,
     bytes: &[u8],
     keep: Option<Permissions>,
 ) -> Result<(), ConfigError> {
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(path)
+            .map_err(|e| io_error(path, "follow the settings file's symbolic link", e))?,
+        _ => path.to_owned(),
+    };
+    let path = target.as_path();
     let tmp = temp_path(path);
     let result = write_then_rename(path, &tmp, bytes, keep);
     if result.is_err() {

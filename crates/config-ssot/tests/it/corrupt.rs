@@ -1,12 +1,10 @@
 //! A bad file gives a clear error and is left byte-identical, by `load`, `update` and `set`.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Stdio;
 
 use config_ssot::{ConfigError, ConfigFile, ConfigStore, MAX_FILE_BYTES, Origin};
 
-use crate::support::{loud, privileged, store};
+use crate::support::store;
 
 /// Loads, updates and sets on `store`, each of which must fail with an error accepted by
 /// `expected` and mentioning every string in `mentions`; the file's bytes never change.
@@ -155,109 +153,6 @@ fn a_directory_in_the_file_place_is_refused_and_left_alone() {
     assert_eq!(std::fs::read(file.join("inside")).expect("read"), b"keep");
 }
 
-/// Runs the helper's `load` as the unprivileged user `nobody` via `setpriv`, returning its
-/// result line, or `None` (after a loud skip message) if that is impossible here.
-fn load_as_nobody(test: &str, file: &Path) -> Option<String> {
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(env!("CARGO_BIN_EXE_config-ssot-helper"))
-        .arg("load")
-        .arg(file)
-        .stderr(Stdio::piped())
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).trim().to_owned()),
-        other => {
-            loud(&format!(
-                "SKIPPED {test}: running with root privileges, where file modes do not deny \
-                 access, and `setpriv` could not run the helper as `nobody` ({other:?})"
-            ));
-            None
-        }
-    }
-}
-
-/// A file the process may not read: a clear permission error naming the file, bytes intact.
-/// As root (where mode 000 does not deny reads) the check runs in a child as `nobody`.
-#[test]
-fn an_unreadable_file_is_a_permission_error() {
-    let (dir, store, file) = store();
-    store.load().expect("create");
-    let before = std::fs::read(&file).expect("read");
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o000)).expect("chmod");
-    if privileged(dir.path()) {
-        // `nobody` must reach the directory and the lock file to get as far as the read.
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
-            .expect("chmod dir");
-        std::fs::set_permissions(
-            store.path().lock_file(),
-            std::fs::Permissions::from_mode(0o666),
-        )
-        .expect("chmod lock");
-        if let Some(line) = load_as_nobody("an_unreadable_file_is_a_permission_error", &file) {
-            assert!(line.starts_with("ERR PermissionDenied"), "{line}");
-            assert!(line.contains(&file.display().to_string()), "{line}");
-            assert!(line.contains("read the settings file"), "{line}");
-        }
-    } else {
-        let err = store.load().expect_err("unreadable");
-        assert!(
-            matches!(err, ConfigError::PermissionDenied { .. }),
-            "{err:?}"
-        );
-        assert!(
-            err.to_string().contains(&file.display().to_string()),
-            "{err}"
-        );
-    }
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod back");
-    assert_eq!(std::fs::read(&file).expect("read"), before);
-}
-
-/// A missing file in a directory the process may not write: a clear permission error naming
-/// the directory, and nothing is created.
-#[test]
-fn a_file_that_cannot_be_created_is_a_permission_error() {
-    let (dir, store, file) = store();
-    // The lock file may exist (another program made it); the settings file does not.
-    std::fs::File::create(store.path().lock_file()).expect("lock file");
-    std::fs::set_permissions(
-        store.path().lock_file(),
-        std::fs::Permissions::from_mode(0o666),
-    )
-    .expect("chmod lock");
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555))
-        .expect("chmod dir");
-    let privileged = privileged_without_writing(dir.path());
-    if privileged {
-        if let Some(line) =
-            load_as_nobody("a_file_that_cannot_be_created_is_a_permission_error", &file)
-        {
-            assert!(line.starts_with("ERR PermissionDenied"), "{line}");
-            assert!(line.contains(&dir.path().display().to_string()), "{line}");
-        }
-    } else {
-        let err = store.load().expect_err("read-only directory");
-        assert!(
-            matches!(err, ConfigError::PermissionDenied { .. }),
-            "{err:?}"
-        );
-        assert!(
-            err.to_string().contains(&dir.path().display().to_string()),
-            "{err}"
-        );
-    }
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
-        .expect("chmod back");
-    assert!(!file.exists(), "nothing may be created");
-}
-
-/// `privileged` for a directory we made read-only: probe in a sibling temp dir instead.
-fn privileged_without_writing(_dir: &Path) -> bool {
-    let probe = tempfile::tempdir().expect("probe dir");
-    privileged(probe.path())
-}
-
 #[test]
 fn load_or_last_good_falls_back_with_the_error_as_a_warning() {
     let (_dir, store, file) = store();
@@ -299,21 +194,6 @@ fn a_complete_hand_written_file_is_not_rewritten() {
         .set("adaptive_compaction_threshold", "1.0")
         .expect("same value");
     assert_eq!(std::fs::read_to_string(&file).expect("read"), hand);
-}
-
-/// A created file is private to its owner, and an updated one keeps the mode it had.
-#[test]
-fn created_files_are_mode_0600_and_updates_keep_the_mode() {
-    let (_dir, store, file) = store();
-    store.load().expect("create");
-    let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
-    assert_eq!(mode(&file), 0o600);
-    assert_eq!(mode(&store.path().lock_file()), 0o600);
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).expect("chmod");
-    store
-        .update(|s| s.adaptive_compaction_min_turns = 8)
-        .expect("update");
-    assert_eq!(mode(&file), 0o640);
 }
 
 /// Missing keys are backfilled to disk after the existing keys, whose order is kept.

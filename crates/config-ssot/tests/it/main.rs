@@ -2,6 +2,8 @@
 
 mod corrupt;
 mod multiprocess;
+#[cfg(unix)]
+mod permissions;
 mod python;
 mod roundtrip;
 mod support;

@@ -1,7 +1,7 @@
 //! Shared helpers: temp dirs, the helper child process, byte snapshots of files.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use config_ssot::ConfigStore;
@@ -37,16 +37,4 @@ pub(crate) fn assert_ok(output: &Output) {
 pub(crate) fn loud(message: &str) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "\n!!! config-ssot: {message}\n");
-}
-
-/// Whether this process can read a file whose mode is 000 (root or CAP_DAC_OVERRIDE), in which
-/// case permission tests must drop privileges to mean anything.
-pub(crate) fn privileged(dir: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let probe = dir.join("privilege-probe");
-    std::fs::write(&probe, b"x").expect("write probe");
-    std::fs::set_permissions(&probe, std::fs::Permissions::from_mode(0o000)).expect("chmod");
-    let readable = std::fs::read(&probe).is_ok();
-    std::fs::remove_file(&probe).expect("remove probe");
-    readable
 }
