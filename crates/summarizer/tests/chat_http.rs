@@ -1,0 +1,293 @@
+//! The chat-completions summarizer against a wiremock server on 127.0.0.1: the exact request,
+//! the success path through the citation ledger, and every failure that must write nothing.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Conversation, MODEL, fixture};
+use compaction_core::{AdapterError, Summarizer, SummaryRequest, TokenUsage};
+use decision_client::http::{ApiKey, HttpError};
+use serde_json::{Value, json};
+use summarizer::{ChatSummarizer, SummarizerConfig, SummarizerError, WithCitationLedger};
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const SECRET: &str = "sk-or-v1-test-secret-0123456789";
+
+fn config(server: &MockServer, timeout_secs: u64) -> SummarizerConfig {
+    SummarizerConfig {
+        base_url: format!("{}/api/v1", server.uri()),
+        timeout_secs,
+        max_output_tokens: 2048,
+        ..SummarizerConfig::default()
+    }
+}
+
+fn chat(server: &MockServer) -> ChatSummarizer {
+    ChatSummarizer::new(&config(server, 10), MODEL, Some(ApiKey::new(SECRET)))
+        .expect("client builds")
+}
+
+/// The fixture's first three turns, as the engine would ask for them.
+fn request() -> SummaryRequest {
+    let mut conversation = Conversation::new();
+    for turn in fixture::first_block() {
+        conversation.add(&turn);
+    }
+    conversation.request().0
+}
+
+fn completion(content: Value, finish_reason: &str) -> Value {
+    json!({
+        "id": "gen-123",
+        "model": "nvidia/nemotron-3.5-lightning:free",
+        "choices": [{
+            "index": 0,
+            "finish_reason": finish_reason,
+            "message": {"role": "assistant", "content": content, "refusal": null}
+        }],
+        "usage": {"prompt_tokens": 4210, "completion_tokens": 320, "total_tokens": 4530}
+    })
+}
+
+async fn answering(template: ResponseTemplate) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/api/v1/chat/completions"))
+        .respond_with(template)
+        .expect(1)
+        .mount(&server)
+        .await;
+    server
+}
+
+/// Runs one call that must fail and returns the typed error; its message never holds the key.
+async fn failure(template: ResponseTemplate) -> SummarizerError {
+    let server = answering(template).await;
+    let err: AdapterError = chat(&server)
+        .summarize(&request())
+        .await
+        .expect_err("this answer is no summary");
+    let message = err.to_string();
+    assert!(!message.contains(SECRET), "{message}");
+    assert!(!format!("{err:?}").contains(SECRET));
+    match err.downcast::<SummarizerError>() {
+        Ok(e) => *e,
+        Err(other) => panic!("not a SummarizerError: {other}"),
+    }
+}
+
+#[tokio::test]
+async fn success_sends_the_exact_request_and_returns_summary_usage_and_model() {
+    let server = MockServer::start().await;
+    let summary_text = "## Comprehensive Conversation Summary\n\
+        Silicon anodes fail mechanically (~280 % volume change; Obrovac & Chevrier, 2014).\n\n\
+        ## Cited Sources\n\
+        - Obrovac, M. N.; Chevrier, V. L. Alloy Negative Electrodes for Li-Ion Batteries. \
+        Chem. Rev. 114, 11444–11502 (2014). https://doi.org/10.1021/cr500207g";
+    Mock::given(method("POST"))
+        .and(path("/api/v1/chat/completions"))
+        .and(header("authorization", format!("Bearer {SECRET}").as_str()))
+        .and(header("content-type", "application/json"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(completion(json!(summary_text), "stop")),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let chat = chat(&server);
+    let request = request();
+    let summarizer = WithCitationLedger::new(chat.clone());
+    let summary = summarizer.summarize(&request).await.expect("success");
+
+    let received = server.received_requests().await.expect("recording is on");
+    assert_eq!(received.len(), 1);
+    let body: Value = serde_json::from_slice(&received[0].body).expect("JSON body");
+    assert_eq!(body, chat.request_body(&request));
+    insta::assert_json_snapshot!("chat_request_body", body);
+
+    assert_eq!(
+        summary.usage,
+        Some(TokenUsage {
+            input: Some(4210),
+            output: Some(320)
+        })
+    );
+    assert_eq!(
+        summary.served_model.as_deref(),
+        Some("nvidia/nemotron-3.5-lightning:free")
+    );
+    // The model's text comes first, unchanged; the ledger restores what it dropped.
+    assert!(summary.text.starts_with(summary_text));
+    assert!(summary.text.contains("\n## Sources carried forward\n"));
+    assert!(summary.text.contains("doi:10.1038/nnano.2014.6"));
+    assert!(
+        summary
+            .text
+            .contains("https://doi.org/10.1016/j.joule.2018.12.008")
+    );
+}
+
+#[test]
+fn openrouter_gets_the_slug_without_its_provider_prefix() {
+    let config = SummarizerConfig::default();
+    let chat = ChatSummarizer::new(&config, MODEL, None).expect("client builds");
+    let body = chat.request_body(&request());
+    assert_eq!(body["model"], "nvidia/nemotron-3.5-lightning:free");
+    assert_eq!(chat.url(), "https://openrouter.ai/api/v1/chat/completions");
+}
+
+#[tokio::test]
+async fn unauthorized_names_the_endpoint_not_the_key() {
+    let err = failure(ResponseTemplate::new(401).set_body_string("{\"error\":\"bad key\"}")).await;
+    assert!(
+        matches!(
+            err,
+            SummarizerError::Http(HttpError::Unauthorized { status: 401, .. })
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("/api/v1/chat/completions"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn rate_limited_reports_retry_after() {
+    let err = failure(ResponseTemplate::new(429).insert_header("retry-after", "30")).await;
+    match &err {
+        SummarizerError::Http(HttpError::RateLimited { retry_after, .. }) => {
+            assert_eq!(retry_after.as_deref(), Some("30"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(err.to_string().contains("retry after 30"), "{err}");
+}
+
+#[tokio::test]
+async fn server_error_keeps_the_start_of_the_body() {
+    let err = failure(ResponseTemplate::new(500).set_body_string("upstream exploded")).await;
+    assert!(
+        matches!(&err, SummarizerError::Http(HttpError::Status { status: 500, body, .. }) if body == "upstream exploded"),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_slow_answer_times_out_at_the_configured_timeout() {
+    let server = answering(
+        ResponseTemplate::new(200)
+            .set_body_json(completion(json!("late"), "stop"))
+            .set_delay(Duration::from_secs(5)),
+    )
+    .await;
+    let chat = ChatSummarizer::new(&config(&server, 1), MODEL, Some(ApiKey::new(SECRET)))
+        .expect("client builds");
+    let err = chat.summarize(&request()).await.expect_err("times out");
+    let err = err.downcast::<SummarizerError>().expect("typed");
+    assert!(
+        matches!(
+            *err,
+            SummarizerError::Http(HttpError::Timeout { timeout, .. }) if timeout == Duration::from_secs(1)
+        ),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_body_that_is_not_json_is_malformed() {
+    let err = failure(ResponseTemplate::new(200).set_body_string("<html>oops</html>")).await;
+    assert!(
+        matches!(err, SummarizerError::Http(HttpError::Malformed { .. })),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn json_without_choices_is_malformed() {
+    let err =
+        failure(ResponseTemplate::new(200).set_body_json(json!({"id": "x", "choices": []}))).await;
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: malformed chat completion: no `choices[0]`",
+            match &err {
+                SummarizerError::Malformed { url, .. } => url.clone(),
+                other => panic!("{other:?}"),
+            }
+        )
+    );
+}
+
+#[tokio::test]
+async fn an_empty_or_whitespace_summary_is_an_error() {
+    for content in [json!("  \n\t "), json!(null)] {
+        let err =
+            failure(ResponseTemplate::new(200).set_body_json(completion(content, "stop"))).await;
+        assert!(
+            matches!(err, SummarizerError::EmptySummary { .. }),
+            "{err:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_reply_cut_at_the_token_limit_is_an_error() {
+    let err = failure(ResponseTemplate::new(200).set_body_json(completion(
+        json!("## Comprehensive Conversation Summary\nSilicon"),
+        "length",
+    )))
+    .await;
+    assert!(
+        matches!(
+            err,
+            SummarizerError::Truncated {
+                max_tokens: 2048,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("summarizer_max_output_tokens"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_refusal_is_an_error() {
+    let mut refusal = completion(Value::Null, "stop");
+    refusal["choices"][0]["message"]["refusal"] = json!("I can't help with that request.");
+    let err = failure(ResponseTemplate::new(200).set_body_json(refusal)).await;
+    assert!(
+        matches!(&err, SummarizerError::Refused { reason, .. } if reason == "I can't help with that request."),
+        "{err:?}"
+    );
+    let filtered = completion(json!("partial"), "content_filter");
+    let err = failure(ResponseTemplate::new(200).set_body_json(filtered)).await;
+    assert!(matches!(err, SummarizerError::Refused { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn an_error_object_in_a_200_answer_is_an_error() {
+    let body = json!({"error": {"code": 502, "message": "Provider returned error"}});
+    let err = failure(ResponseTemplate::new(200).set_body_json(body)).await;
+    assert!(
+        matches!(&err, SummarizerError::Upstream { message, .. } if message == "Provider returned error"),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_ledger_wrapper_never_turns_an_error_into_a_summary() {
+    let server =
+        answering(ResponseTemplate::new(200).set_body_json(completion(json!(" "), "stop"))).await;
+    let wrapped = WithCitationLedger::new(chat(&server));
+    let err = wrapped
+        .summarize(&request())
+        .await
+        .expect_err("empty stays an error");
+    assert!(err.to_string().contains("empty summary"), "{err}");
+}
