@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use crate::context::live_compaction_index;
 use crate::estimate::{CharsPerToken, TokenEstimator};
 use crate::event::Event;
 use crate::gate::{FastExitReason, GateDecision, GateInput, envelope_gate, gate_input};
@@ -255,7 +256,7 @@ impl Engine {
         if let GateDecision::FastExit(reason) = self.gate(snapshot.input) {
             return Outcome::FastExit(reason);
         }
-        let session = match self.store.load(key).await {
+        let session = match self.store.load_live_tail(key).await {
             Ok(s) => s,
             Err(e) => return store_failure(e),
         };
@@ -291,8 +292,15 @@ impl Engine {
         session: &Session,
         input: GateInput,
     ) -> Result<Probability, ContinueReason> {
+        // Turns the live summary already covers are folded: the probe reads the rest.
         let view = coordinator_view(&session.events);
-        let turns = completed_turns(&view);
+        let summarized_until = live_compaction_index(&view)
+            .and_then(|i| view[i].compaction())
+            .map(|c| c.end_timestamp);
+        let turns: Vec<_> = completed_turns(&view)
+            .into_iter()
+            .filter(|t| summarized_until.is_none_or(|end| t.first_timestamp() > end))
+            .collect();
         let state = extract_decision_state(
             &turns,
             &session.state,

@@ -140,6 +140,20 @@ pub trait SessionStore: Send + Sync {
         })
     }
 
+    /// The part of the session a post-turn evaluation needs: the session's state and
+    /// revision, and its events from the live compaction on. The default loads the whole
+    /// session; a store with indexes should answer without reading the rest of the history.
+    ///
+    /// Contract: `events` keeps append order and holds, with rewinds already applied, the live
+    /// compaction event and every unscoped event whose timestamp is after the live
+    /// compaction's end (every event when there is no compaction). Scoped events and rewind
+    /// events may be left out. Gate figures, plans and decision states computed from it equal
+    /// those computed from the whole history, except that the decision state's
+    /// `earlier_discussion` starts after the live summary (its turns are already summarized).
+    async fn load_live_tail(&self, key: &SessionKey) -> Result<Session, StoreError> {
+        self.load(key).await
+    }
+
     /// Appends `event` if the session is still at `expected`; returns the new revision, or
     /// [`StoreError::Stale`] when another writer moved it on. Atomic: all or nothing.
     async fn append(
