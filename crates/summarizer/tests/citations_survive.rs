@@ -286,11 +286,11 @@ impl Summarizer for DroppingModel {
         let citation = &*CITATION;
         let mut out = String::from("## Comprehensive Conversation Summary\nConsolidated.\n");
         for line in request.prompt.lines() {
-            if Self::next(&mut state) % 3 == 0 {
+            if Self::next(&mut state).is_multiple_of(3) {
                 continue; // drop the whole line
             }
             let line = citation.replace_all(line, |caps: &regex::Captures<'_>| {
-                if Self::next(&mut state) % 2 == 0 {
+                if Self::next(&mut state).is_multiple_of(2) {
                     String::new()
                 } else {
                     caps[0].to_owned()
