@@ -161,8 +161,8 @@ fn normalize(token: &str) -> String {
         .to_lowercase()
 }
 
-/// The first token's alternatives as (token, logprob), in either response shape.
-fn alternatives(url: &str, body: &Value) -> Result<Vec<(String, f64)>, DecisionError> {
+/// The first token's alternatives as (token, raw logprob), in either response shape.
+fn alternatives(url: &str, body: &Value) -> Result<Vec<(String, Value)>, DecisionError> {
     let missing = |detail: &str| DecisionError::MissingProbability {
         url: url.to_owned(),
         detail: detail.to_owned(),
@@ -173,35 +173,20 @@ fn alternatives(url: &str, body: &Value) -> Result<Vec<(String, f64)>, DecisionE
         .ok_or_else(|| {
             missing("no `choices[0].logprobs` (does the server support `logprobs: true`?)")
         })?;
+    let entry = |v: &Value| -> Option<(String, Value)> {
+        let token = v.get("token")?.as_str()?.to_owned();
+        Some((token, v.get("logprob").cloned().unwrap_or(Value::Null)))
+    };
     let mut out = Vec::new();
     if let Some(first) = logprobs.pointer("/content/0") {
-        if let (Some(token), Some(lp)) = (
-            first.get("token").and_then(Value::as_str),
-            first.get("logprob").and_then(Value::as_f64),
-        ) {
-            out.push((token.to_owned(), lp));
-        }
-        for alt in first
-            .get("top_logprobs")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let (Some(token), Some(lp)) = (
-                alt.get("token").and_then(Value::as_str),
-                alt.get("logprob").and_then(Value::as_f64),
-            ) {
-                out.push((token.to_owned(), lp));
-            }
-        }
+        out.extend(entry(first));
+        let top = first.get("top_logprobs").and_then(Value::as_array);
+        out.extend(top.into_iter().flatten().filter_map(entry));
     } else if let Some(map) = logprobs
         .pointer("/top_logprobs/0")
         .and_then(Value::as_object)
     {
-        out.extend(
-            map.iter()
-                .filter_map(|(t, lp)| lp.as_f64().map(|lp| (t.clone(), lp))),
-        );
+        out.extend(map.iter().map(|(t, lp)| (t.clone(), lp.clone())));
     } else {
         return Err(missing(
             "neither `logprobs.content[0]` nor `logprobs.top_logprobs[0]` is present",
@@ -218,19 +203,42 @@ fn log_sum_exp(values: &[f64]) -> Option<f64> {
     Some(max + values.iter().map(|v| (v - max).exp()).sum::<f64>().ln())
 }
 
+/// The logprobs of the alternatives reading `word`. A `yes`/`no` alternative whose logprob is
+/// not a number is [`DecisionError::NotANumber`]; one above 0 (a probability above 1) is
+/// [`DecisionError::OutOfRange`]. A logprob of `-inf` (or `null`) is probability 0.
+fn logprobs_of(url: &str, alts: &[(String, Value)], word: &str) -> Result<Vec<f64>, DecisionError> {
+    let mut out = Vec::new();
+    for (token, raw) in alts.iter().filter(|(t, _)| normalize(t) == word) {
+        match raw.as_f64() {
+            // Servers round; allow a hair above zero.
+            Some(lp) if lp <= 1e-6 => out.push(lp.min(0.0)),
+            Some(lp) => {
+                return Err(DecisionError::OutOfRange {
+                    url: url.to_owned(),
+                    value: lp.exp(),
+                });
+            }
+            None if raw.is_null() => {}
+            None => {
+                return Err(DecisionError::NotANumber {
+                    url: url.to_owned(),
+                    found: format!("logprob of {token:?} = {raw}"),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Reads p = P(yes) / (P(yes) + P(no)) from a chat-completions answer.
 pub fn parse_answer(url: &str, body: &Value) -> Result<DecisionAnswer, DecisionError> {
     let mut alts = alternatives(url, body)?;
     // The chosen token usually appears among the alternatives too: count each token once.
     let mut seen = std::collections::HashSet::new();
     alts.retain(|(t, _)| seen.insert(t.clone()));
-    let pick = |word: &str| -> Vec<f64> {
-        alts.iter()
-            .filter(|(t, lp)| normalize(t) == word && lp.is_finite())
-            .map(|(_, lp)| *lp)
-            .collect()
-    };
-    let p = match (log_sum_exp(&pick("yes")), log_sum_exp(&pick("no"))) {
+    let yes = log_sum_exp(&logprobs_of(url, &alts, "yes")?);
+    let no = log_sum_exp(&logprobs_of(url, &alts, "no")?);
+    let p = match (yes, no) {
         (Some(y), Some(n)) => 1.0 / (1.0 + (n - y).exp()),
         (Some(_), None) => 1.0,
         (None, Some(_)) => 0.0,
