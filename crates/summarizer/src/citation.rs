@@ -12,10 +12,13 @@
 //!   `Chen and Wang 2019b` is *not* one: a year needs a comma or parentheses, or `et al.`).
 //!
 //! Each citation has a display `text` (as written) and a normalized `key`. Two citations with
-//! the same key are the same citation. A text **keeps** a citation when extracting that text
-//! yields the citation's key; this is deliberately strict for source lines (the same line,
-//! up to case, whitespace and list markers, inside a sources section) so that a kept
-//! citation is found again by the next rolling consolidation.
+//! the same key are the same citation (DOIs compare case-insensitively, arXiv ids without
+//! their version, author-year references by surnames and year whatever the punctuation).
+//! A text **keeps** a citation when extracting that text yields the citation's key, or, for
+//! an author-year reference, when one of its source lines [names its authors and
+//! year](Citation::mentioned_by). This is deliberately strict for source lines (the same
+//! line, up to case, whitespace, a trailing period and list markers, inside a sources
+//! section) so that a kept citation is found again by the next rolling consolidation.
 
 use std::collections::HashSet;
 use std::sync::LazyLock;

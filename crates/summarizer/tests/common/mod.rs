@@ -57,6 +57,18 @@ impl Conversation {
         self.events.push(f.model(&inv, &turn.answer));
     }
 
+    /// The events so far.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// Makes the last coordinator answer report `tokens` prompt tokens.
+    pub fn report_prompt_tokens(&mut self, tokens: u64) {
+        if let Some(last) = self.events.pop() {
+            self.events.push(last.with_prompt_tokens(tokens));
+        }
+    }
+
     /// The request the engine would send now, with its plan.
     pub fn request(&self) -> (SummaryRequest, CompactionPlan) {
         let plan = plan_compaction(&self.events, 0).expect("there are turns to fold");
