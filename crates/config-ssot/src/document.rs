@@ -7,6 +7,7 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use compaction_core::settings::KEYS;
 use compaction_core::{EffectiveSettings, Settings};
@@ -105,19 +106,21 @@ fn shown(value: &Value) -> String {
 
 /// The spec keys with their default JSON values, in the spec's order.
 fn defaults() -> Map<String, Value> {
+    DEFAULTS.clone()
+}
+
+static DEFAULTS: LazyLock<Map<String, Value>> = LazyLock::new(|| {
     // `Settings` is a plain struct of bools, finite numbers and strings: it always serializes
     // to an object (compaction-core's `defaults_match_the_spec` test pins the key order).
     match serde_json::to_value(Settings::default()) {
         Ok(Value::Object(map)) => map,
         other => unreachable!("Settings::default() serialized to {other:?}"),
     }
-}
+});
 
 fn kind_of(key: &str) -> Option<(&'static str, Kind)> {
-    let defaults = defaults();
-    KEYS.iter()
-        .find(|k| **k == key)
-        .and_then(|k| defaults.get(*k).map(|v| (*k, Kind::of_default(v))))
+    let key = KEYS.iter().find(|k| **k == key)?;
+    DEFAULTS.get(*key).map(|v| (*key, Kind::of_default(v)))
 }
 
 /// A content hash of the bytes on disk, used by the watcher to notice changes.
