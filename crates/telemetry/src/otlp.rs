@@ -1,0 +1,326 @@
+//! Setting up an OTLP/HTTP exporter: Phoenix's endpoint by default, the standard
+//! `OTEL_EXPORTER_OTLP_*` variables honoured, a batch processor, and a flush on shutdown.
+//!
+//! Nothing here runs unless the caller asks for it: without [`init_otlp`] (or
+//! [`OtlpSetup::init`]) no exporter exists and no span leaves the process.
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{Protocol, WithExportConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use tracing_opentelemetry::OpenTelemetryLayer;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+
+use crate::config::TelemetryConfig;
+use crate::error::TelemetryError;
+use crate::keys;
+use crate::spans::OpenInferenceTelemetry;
+
+/// Arize Phoenix's OTLP/HTTP traces endpoint when run locally with `phoenix serve`.
+pub const PHOENIX_ENDPOINT: &str = "http://localhost:6006/v1/traces";
+/// The standard traces-only endpoint variable; used as is.
+pub const TRACES_ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
+/// The standard base endpoint variable; `/v1/traces` is appended to it.
+pub const ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+/// The standard service-name variable.
+pub const SERVICE_NAME_ENV: &str = "OTEL_SERVICE_NAME";
+/// The service name when [`SERVICE_NAME_ENV`] is unset.
+pub const DEFAULT_SERVICE_NAME: &str = "adaptive-compaction";
+
+/// Where the endpoint came from.
+const FROM_ARGUMENT: &str = "the endpoint argument";
+const FROM_DEFAULT: &str = "the Phoenix default";
+
+type Lookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Exports spans to `endpoint` (or the endpoint the environment names, or Phoenix's) over
+/// OTLP/HTTP with a batch processor. Same as `OtlpSetup::new().endpoint(endpoint).init()`.
+///
+/// Keep the returned guard alive for the life of the program: dropping it flushes pending
+/// spans and shuts the exporter down.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use telemetry::{TelemetryConfig, init_otlp};
+/// use tracing_subscriber::layer::SubscriberExt as _;
+/// use tracing_subscriber::util::SubscriberInitExt as _;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // Phoenix on localhost:6006 unless OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT says otherwise.
+/// let guard = init_otlp(None)?;
+/// // The caller's own spans (the turn) go to the same exporter, so ours nest under them.
+/// tracing_subscriber::registry().with(guard.layer()).init();
+/// let telemetry = Arc::new(guard.telemetry(TelemetryConfig::from_env()?));
+/// // … EngineBuilder::telemetry(telemetry) …
+/// # drop(telemetry);
+/// drop(guard); // flushes
+/// # Ok(())
+/// # }
+/// ```
+pub fn init_otlp(endpoint: Option<&str>) -> Result<TelemetryGuard, TelemetryError> {
+    OtlpSetup::new().endpoint(endpoint).init()
+}
+
+/// The OTLP/HTTP exporter's setup, for callers who need more than [`init_otlp`].
+pub struct OtlpSetup {
+    endpoint: Option<String>,
+    lookup: Lookup,
+    install_subscriber: bool,
+}
+
+impl std::fmt::Debug for OtlpSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OtlpSetup")
+            .field("endpoint", &self.endpoint)
+            .field("install_subscriber", &self.install_subscriber)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for OtlpSetup {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl OtlpSetup {
+    /// Reads the process environment; no explicit endpoint; no subscriber installed.
+    pub fn new() -> Self {
+        OtlpSetup {
+            endpoint: None,
+            lookup: Box::new(|var| std::env::var(var).ok()),
+            install_subscriber: false,
+        }
+    }
+
+    /// An explicit endpoint, used as is; it overrides the environment. `None` or blank
+    /// leaves the choice to the environment and then to [`PHOENIX_ENDPOINT`].
+    pub fn endpoint(mut self, endpoint: Option<&str>) -> Self {
+        self.endpoint = endpoint
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .map(str::to_owned);
+        self
+    }
+
+    /// Reads variables through `lookup` instead of the process environment.
+    pub fn env_lookup(
+        mut self,
+        lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.lookup = Box::new(lookup);
+        self
+    }
+
+    /// Also installs a global `tracing` subscriber whose only layer sends `tracing` spans to
+    /// the exporter (so the caller's turn span and ours share a trace). Leave it off when
+    /// the program builds its own subscriber with [`TelemetryGuard::layer`].
+    pub fn install_subscriber(mut self, install: bool) -> Self {
+        self.install_subscriber = install;
+        self
+    }
+
+    /// The traces endpoint, as the OTLP exporter specification resolves it: the explicit
+    /// endpoint; else `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as is; else
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/traces` appended; else [`PHOENIX_ENDPOINT`].
+    pub fn resolve_endpoint(&self) -> Result<String, TelemetryError> {
+        let from_env = |var: &'static str| {
+            (self.lookup)(var)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+                .map(|v| (v, var))
+        };
+        let (endpoint, source_name) = if let Some(e) = &self.endpoint {
+            (e.clone(), FROM_ARGUMENT)
+        } else if let Some(found) = from_env(TRACES_ENDPOINT_ENV) {
+            found
+        } else if let Some((base, var)) = from_env(ENDPOINT_ENV) {
+            (format!("{}/v1/traces", base.trim_end_matches('/')), var)
+        } else {
+            (PHOENIX_ENDPOINT.to_owned(), FROM_DEFAULT)
+        };
+        let has_host = ["http://", "https://"].iter().any(|scheme| {
+            endpoint
+                .strip_prefix(scheme)
+                .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'))
+        });
+        if has_host {
+            Ok(endpoint)
+        } else {
+            Err(TelemetryError::InvalidEndpoint {
+                endpoint,
+                source_name,
+            })
+        }
+    }
+
+    /// Builds the exporter and the tracer provider (and the subscriber, when asked).
+    pub fn init(self) -> Result<TelemetryGuard, TelemetryError> {
+        let endpoint = self.resolve_endpoint()?;
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .with_endpoint(endpoint.clone())
+            .build()
+            .map_err(|source| TelemetryError::Exporter {
+                endpoint: endpoint.clone(),
+                source,
+            })?;
+        let service_name = (self.lookup)(SERVICE_NAME_ENV)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_owned());
+        let provider = SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .with_resource(Resource::builder().with_service_name(service_name).build())
+            .build();
+        let guard = TelemetryGuard {
+            provider: Some(provider),
+            endpoint,
+        };
+        if self.install_subscriber {
+            tracing_subscriber::registry()
+                .with(guard.layer())
+                .try_init()
+                .map_err(|e| TelemetryError::Subscriber(e.to_string()))?;
+        }
+        Ok(guard)
+    }
+}
+
+/// Owns the exporter. Dropping it flushes pending spans and shuts the exporter down.
+#[derive(Debug)]
+#[must_use = "dropping the guard shuts the exporter down at once"]
+pub struct TelemetryGuard {
+    provider: Option<SdkTracerProvider>,
+    endpoint: String,
+}
+
+impl TelemetryGuard {
+    /// The traces endpoint spans are sent to.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// A tracer on the exporter, under the `adaptive-compaction` instrumentation scope.
+    pub fn tracer(&self) -> SdkTracer {
+        match &self.provider {
+            Some(provider) => provider.tracer(keys::INSTRUMENTATION_SCOPE),
+            // Only reachable after `shutdown`, which consumes the guard.
+            None => SdkTracerProvider::builder()
+                .build()
+                .tracer(keys::INSTRUMENTATION_SCOPE),
+        }
+    }
+
+    /// The compaction spans' adapter, recording on this exporter.
+    pub fn telemetry(&self, config: TelemetryConfig) -> OpenInferenceTelemetry {
+        OpenInferenceTelemetry::new(self.tracer(), config)
+    }
+
+    /// A `tracing` layer that exports the program's own `tracing` spans on this exporter,
+    /// so that the compaction spans nest under the turn's span. Add it to the program's
+    /// subscriber (`tracing_subscriber::registry().with(guard.layer())`).
+    pub fn layer<S>(&self) -> OpenTelemetryLayer<S, SdkTracer>
+    where
+        S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+    {
+        tracing_opentelemetry::layer()
+            .with_tracer(self.tracer())
+            .with_location(false)
+            .with_threads(false)
+            .with_target(false)
+            .with_tracked_inactivity(false)
+    }
+
+    /// Flushes pending spans and shuts the exporter down, reporting a failure (dropping the
+    /// guard does the same but can only log it).
+    pub fn shutdown(mut self) -> Result<(), opentelemetry_sdk::error::OTelSdkError> {
+        match self.provider.take() {
+            Some(provider) => provider.shutdown(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for TelemetryGuard {
+    fn drop(&mut self) {
+        if let Some(provider) = self.provider.take()
+            && let Err(error) = provider.shutdown()
+        {
+            tracing::warn!(endpoint = %self.endpoint, %error, "OTLP exporter shutdown failed; spans may be lost");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(pairs: &'static [(&'static str, &'static str)]) -> OtlpSetup {
+        OtlpSetup::new().env_lookup(move |var| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == var)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn phoenix_is_the_default() {
+        assert_eq!(setup(&[]).resolve_endpoint().unwrap(), PHOENIX_ENDPOINT);
+    }
+
+    #[test]
+    fn the_traces_variable_is_used_as_is_and_beats_the_base_variable() {
+        let s = setup(&[
+            (TRACES_ENDPOINT_ENV, "http://collector:4318/custom"),
+            (ENDPOINT_ENV, "http://other:4318"),
+        ]);
+        assert_eq!(
+            s.resolve_endpoint().unwrap(),
+            "http://collector:4318/custom"
+        );
+    }
+
+    #[test]
+    fn the_base_variable_gets_the_traces_path() {
+        for base in ["http://localhost:6006", "http://localhost:6006/"] {
+            let s = OtlpSetup::new()
+                .env_lookup(move |var| (var == ENDPOINT_ENV).then(|| base.to_owned()));
+            assert_eq!(s.resolve_endpoint().unwrap(), PHOENIX_ENDPOINT);
+        }
+    }
+
+    #[test]
+    fn the_argument_beats_the_environment_and_blank_means_unset() {
+        let s = setup(&[(TRACES_ENDPOINT_ENV, "http://collector:4318/v1/traces")]);
+        let s = s.endpoint(Some("https://phoenix.example/v1/traces"));
+        assert_eq!(
+            s.resolve_endpoint().unwrap(),
+            "https://phoenix.example/v1/traces"
+        );
+        let s = setup(&[]).endpoint(Some("  "));
+        assert_eq!(s.resolve_endpoint().unwrap(), PHOENIX_ENDPOINT);
+    }
+
+    #[test]
+    fn a_malformed_endpoint_names_its_source_and_the_expected_form() {
+        let error = setup(&[(ENDPOINT_ENV, "localhost:6006")])
+            .resolve_endpoint()
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "OTLP endpoint \"localhost:6006/v1/traces\" (from OTEL_EXPORTER_OTLP_ENDPOINT) is invalid: \
+             expected an http:// or https:// URL such as http://localhost:6006/v1/traces"
+        );
+        let error = setup(&[])
+            .endpoint(Some("http://"))
+            .resolve_endpoint()
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("(from the endpoint argument)"), "{error}");
+    }
+}

@@ -1,0 +1,217 @@
+//! The OTLP/HTTP exporter against a loopback receiver: the protobuf body that arrives is
+//! decoded and checked span by span.
+
+use std::collections::BTreeMap;
+
+use compaction_core::{
+    DecisionAnswer, DecisionState, ModelInfo, Probability, ProbeEnd, ProbeRequest, ProbeStart,
+    SummarizeEnd, SummarizeStart, Summary, SummaryRequest, Telemetry as _, Timestamp, TokenUsage,
+    Verdict,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message as _;
+use telemetry::{OtlpSetup, TelemetryConfig, TelemetryGuard, keys};
+use tracing_subscriber::layer::SubscriberExt as _;
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// One turn with both compaction spans inside it, recorded through `guard`.
+fn record_a_turn(guard: &TelemetryGuard) {
+    let subscriber = tracing_subscriber::registry().with(guard.layer());
+    let telemetry = guard.telemetry(TelemetryConfig::default());
+    tracing::subscriber::with_default(subscriber, || {
+        let _turn = tracing::info_span!("turn").entered();
+        let model = ModelInfo {
+            system: "typesafe".into(),
+            provider: "typesafe".into(),
+            model: "jev-latest".into(),
+        };
+        let request = ProbeRequest::new(
+            "jev-latest",
+            DecisionState {
+                earlier_discussion: "Dense retrieval settled.".into(),
+                latest_turn: "Now tokenizers.".into(),
+            },
+        );
+        let probe = telemetry.start_probe(&ProbeStart {
+            model: &model,
+            request: &request,
+            threshold: 0.75,
+            completed_turns: 4,
+            prompt_tokens: 38_400,
+        });
+        probe.finish(&ProbeEnd {
+            probability: Probability::new(0.82).ok(),
+            verdict: Verdict::Compress,
+            answer: Some(&DecisionAnswer {
+                probability: 0.82,
+                served_model: Some("jev-1.13.0".into()),
+                usage: Some(TokenUsage {
+                    input: Some(412),
+                    output: Some(2),
+                }),
+            }),
+            failure: None,
+        });
+        let summary_request = SummaryRequest {
+            model: "nemotron".into(),
+            prompt: "Existing Conversation Summary: …".into(),
+            previous_summary: None,
+            new_turns_text: "…".into(),
+            turns: Vec::new(),
+        };
+        let summarize = telemetry.start_summarize(&SummarizeStart {
+            model: &model,
+            request: &summary_request,
+            range: (
+                Timestamp::new(1_700_000_000.0).unwrap(),
+                Timestamp::new(1_700_000_007.0).unwrap(),
+            ),
+            slice_turns: 4,
+            forced: false,
+        });
+        summarize.finish(&SummarizeEnd {
+            summary: Some(&Summary {
+                text: "## Comprehensive Conversation Summary".into(),
+                served_model: None,
+                usage: Some(TokenUsage {
+                    input: Some(4210),
+                    output: Some(320),
+                }),
+            }),
+            failure: None,
+        });
+    });
+}
+
+async fn receiver() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/traces"))
+        .and(header("content-type", "application/x-protobuf"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// Every span the receiver got, with the service name of its resource.
+async fn received(server: &MockServer) -> Vec<(String, Span)> {
+    let mut spans = Vec::new();
+    for request in server.received_requests().await.unwrap() {
+        let export = ExportTraceServiceRequest::decode(request.body.as_slice()).unwrap();
+        for resource_spans in export.resource_spans {
+            let service = resource_spans
+                .resource
+                .iter()
+                .flat_map(|r| &r.attributes)
+                .find(|kv| kv.key == "service.name")
+                .and_then(|kv| kv.value.as_ref()?.value.clone());
+            let Some(any_value::Value::StringValue(service)) = service else {
+                panic!("no service.name");
+            };
+            for scope_spans in resource_spans.scope_spans {
+                spans.extend(scope_spans.spans.into_iter().map(|s| (service.clone(), s)));
+            }
+        }
+    }
+    spans
+}
+
+fn attribute(span: &Span, key: &str) -> Option<any_value::Value> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_ref()?.value.clone())
+}
+
+#[tokio::test]
+async fn spans_arrive_over_otlp_http_nested_under_the_turn() {
+    let server = receiver().await;
+    let endpoint = format!("{}/v1/traces", server.uri());
+    // The exporter uses a blocking HTTP client on its own thread; keep it off the runtime.
+    let resolved = tokio::task::spawn_blocking(move || {
+        let guard = OtlpSetup::new()
+            .env_lookup(|_| None)
+            .endpoint(Some(&endpoint))
+            .init()
+            .unwrap();
+        record_a_turn(&guard);
+        let resolved = guard.endpoint().to_owned();
+        guard.shutdown().unwrap();
+        resolved
+    })
+    .await
+    .unwrap();
+    assert_eq!(resolved, format!("{}/v1/traces", server.uri()));
+
+    let spans = received(&server).await;
+    let by_name: BTreeMap<_, _> = spans.iter().map(|(_, s)| (s.name.as_str(), s)).collect();
+    assert_eq!(
+        by_name.keys().copied().collect::<Vec<_>>(),
+        [keys::SUMMARIZE_SPAN_NAME, keys::PROBE_SPAN_NAME, "turn"]
+    );
+    assert!(
+        spans
+            .iter()
+            .all(|(service, _)| service == telemetry::DEFAULT_SERVICE_NAME)
+    );
+    let turn = by_name["turn"];
+    for name in [keys::PROBE_SPAN_NAME, keys::SUMMARIZE_SPAN_NAME] {
+        let span = by_name[name];
+        assert_eq!(span.trace_id, turn.trace_id, "{name}");
+        assert_eq!(span.parent_span_id, turn.span_id, "{name}");
+    }
+    let probe = by_name[keys::PROBE_SPAN_NAME];
+    assert_eq!(
+        attribute(probe, keys::OPENINFERENCE_SPAN_KIND),
+        Some(any_value::Value::StringValue("EVALUATOR".into()))
+    );
+    assert_eq!(
+        attribute(probe, keys::DECISION_MODEL_NAME),
+        Some(any_value::Value::StringValue("jev-1.13.0".into()))
+    );
+    let summary = by_name[keys::SUMMARIZE_SPAN_NAME];
+    assert_eq!(
+        attribute(summary, keys::LLM_TOKEN_COUNT_TOTAL),
+        Some(any_value::Value::IntValue(4530))
+    );
+    let Some(any_value::Value::ArrayValue(range)) =
+        attribute(summary, keys::COMPACTION_SUMMARIZE_RANGE)
+    else {
+        panic!("range is not an array");
+    };
+    let range: Vec<_> = range.values.into_iter().filter_map(|v| v.value).collect();
+    assert_eq!(
+        range,
+        [
+            any_value::Value::DoubleValue(1_700_000_000.0),
+            any_value::Value::DoubleValue(1_700_000_007.0)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_base_endpoint_variable_is_honoured_and_dropping_the_guard_flushes() {
+    let server = receiver().await;
+    let base = server.uri();
+    tokio::task::spawn_blocking(move || {
+        let guard = OtlpSetup::new()
+            .env_lookup(move |var| match var {
+                "OTEL_EXPORTER_OTLP_ENDPOINT" => Some(base.clone()),
+                "OTEL_SERVICE_NAME" => Some("zocrates".into()),
+                _ => None,
+            })
+            .init()
+            .unwrap();
+        record_a_turn(&guard);
+        drop(guard);
+    })
+    .await
+    .unwrap();
+    let spans = received(&server).await;
+    assert_eq!(spans.len(), 3, "{spans:?}");
+    assert!(spans.iter().all(|(service, _)| service == "zocrates"));
+}
