@@ -8,6 +8,9 @@
 //! It is the only crate that prints. Exit codes: 0 success, 1 unexpected failure, 2 usage
 //! error, 3 bad input (transcript or config), 4 database error (busy, corrupt, unknown session).
 
+// The binary is the one place that prints.
+#![allow(clippy::print_stderr, clippy::print_stdout)]
+
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,13 +22,11 @@ use session_store::SqliteStore;
 
 mod error;
 mod render;
-mod replay;
-mod store;
-mod transcript;
 mod wiring;
 
+use cli::replay::{Replay, TurnRecord};
+use cli::transcript;
 use error::CliError;
-use replay::{Replay, TurnRecord};
 use wiring::{ConfigSource, MonotonicClock, ProcessIds, Wiring, wire};
 
 /// The bundled demo conversation.

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use compaction_core::{AssembledContext, ContextEntry, Event};
 
-use crate::replay::TurnRecord;
+use cli::replay::TurnRecord;
 
 /// The table header.
 pub(crate) fn table_header() -> String {

@@ -29,14 +29,14 @@ use serde_json::{Map, Value, json};
 use crate::transcript::TranscriptTurn;
 
 /// Estimated tokens of the coordinator's system prompt and tool schemas.
-pub(crate) const PROMPT_OVERHEAD_TOKENS: u64 = 2_000;
+pub const PROMPT_OVERHEAD_TOKENS: u64 = 2_000;
 
 /// The name of the coordinator agent in replayed events.
 const COORDINATOR: &str = "coordinator";
 
 /// A store the replay can create sessions in and read contexts from.
 #[async_trait::async_trait]
-pub(crate) trait ReplayStore: SessionStore {
+pub trait ReplayStore: SessionStore {
     /// Creates an empty session with `state`.
     async fn create(&self, key: &SessionKey, state: Map<String, Value>)
     -> Result<Revision, String>;
@@ -46,34 +46,34 @@ pub(crate) trait ReplayStore: SessionStore {
 
 /// What happened after one turn.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct TurnRecord {
+pub struct TurnRecord {
     /// 1-based turn number.
-    pub(crate) turn: usize,
+    pub turn: usize,
     /// Completed turns since the live compaction, as the gate counted them.
-    pub(crate) completed_turns: usize,
+    pub completed_turns: usize,
     /// Coordinator prompt tokens without compaction.
-    pub(crate) prompt_tokens_without: u64,
+    pub prompt_tokens_without: u64,
     /// Coordinator prompt tokens with compaction.
-    pub(crate) prompt_tokens_with: u64,
+    pub prompt_tokens_with: u64,
     /// `exit`, `probe` or `backstop`.
-    pub(crate) gate: String,
+    pub gate: String,
     /// p, when the decision model answered.
-    pub(crate) probability: Option<f64>,
+    pub probability: Option<f64>,
     /// `COMPRESS`, `CONTINUE` or `-` on a fast exit.
-    pub(crate) verdict: String,
+    pub verdict: String,
     /// The engine's outcome label.
-    pub(crate) outcome: String,
+    pub outcome: String,
     /// Why: the fast-exit reason, the failure, or the compaction's range.
-    pub(crate) detail: String,
+    pub detail: String,
 }
 
 /// Drives a transcript through the engine.
-pub(crate) struct Replay<S: ReplayStore> {
-    pub(crate) engine: Engine,
-    pub(crate) store: Arc<S>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) ids: Arc<dyn IdGenerator>,
-    pub(crate) key: SessionKey,
+pub struct Replay<S: ReplayStore> {
+    engine: Engine,
+    store: Arc<S>,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+    key: SessionKey,
     revision: Revision,
     research: Vec<Value>,
     /// What each turn costs the coordinator's prompt, oldest first.
@@ -87,11 +87,11 @@ pub(crate) struct Replay<S: ReplayStore> {
 /// A replay failure that stops the run (the store could not be written).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub(crate) struct ReplayError(pub(crate) String);
+pub struct ReplayError(pub String);
 
 impl<S: ReplayStore> Replay<S> {
     /// Creates the session and prepares to replay.
-    pub(crate) async fn start(
+    pub async fn start(
         engine: Engine,
         store: Arc<S>,
         clock: Arc<dyn Clock>,
@@ -120,7 +120,7 @@ impl<S: ReplayStore> Replay<S> {
     }
 
     /// Appends one turn's events, then runs the post-turn evaluation.
-    pub(crate) async fn turn(&mut self, turn: &TranscriptTurn) -> Result<TurnRecord, ReplayError> {
+    pub async fn turn(&mut self, turn: &TranscriptTurn) -> Result<TurnRecord, ReplayError> {
         self.turns += 1;
         let n = self.turns;
         let invocation = format!("inv-{n:04}-{}", self.ids.next_id());
@@ -197,7 +197,7 @@ impl<S: ReplayStore> Replay<S> {
     }
 
     /// Prompt tokens the next turn would start from: (without, with) compaction.
-    pub(crate) async fn next_prompt_tokens(&self) -> Result<(u64, u64), ReplayError> {
+    pub async fn next_prompt_tokens(&self) -> Result<(u64, u64), ReplayError> {
         let without = self.previous_without.unwrap_or(0);
         Ok((without, self.with_compaction(without).await?))
     }

@@ -27,44 +27,44 @@ use serde_json::Value;
 /// One turn of a transcript.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct TranscriptTurn {
+pub struct TranscriptTurn {
     /// The user's query.
-    pub(crate) user: String,
+    pub user: String,
     /// The coordinator's final answer.
-    pub(crate) assistant: String,
+    pub assistant: String,
     /// Reported prompt tokens.
     #[serde(default)]
-    pub(crate) prompt_tokens: Option<u64>,
+    pub prompt_tokens: Option<u64>,
     /// Reported completion tokens.
     #[serde(default)]
-    pub(crate) completion_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
     /// Tool calls and results.
     #[serde(default)]
-    pub(crate) tools: Vec<ToolUse>,
+    pub tools: Vec<ToolUse>,
     /// Scoped sub-agent steps.
     #[serde(default)]
-    pub(crate) pipeline: Vec<String>,
+    pub pipeline: Vec<String>,
     /// The concise findings summary of a research turn.
     #[serde(default)]
-    pub(crate) findings_summary: Option<String>,
+    pub findings_summary: Option<String>,
 }
 
 /// A tool call and its result.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ToolUse {
+pub struct ToolUse {
     /// Tool name.
-    pub(crate) name: String,
+    pub name: String,
     /// Arguments.
     #[serde(default)]
-    pub(crate) args: Option<Value>,
+    pub args: Option<Value>,
     /// Result text.
-    pub(crate) result: String,
+    pub result: String,
 }
 
 /// A transcript could not be read.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum TranscriptError {
+pub enum TranscriptError {
     /// Reading failed.
     #[error("{source_name}: cannot read: {error}")]
     Io {
@@ -91,7 +91,7 @@ pub(crate) enum TranscriptError {
 }
 
 /// Parses a whole transcript.
-pub(crate) fn parse(
+pub fn parse(
     source_name: &str,
     reader: impl BufRead,
 ) -> Result<Vec<TranscriptTurn>, TranscriptError> {

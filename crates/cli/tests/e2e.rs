@@ -1,0 +1,349 @@
+//! End-to-end: the built `compaction` binary against wiremock servers for the decision API and
+//! the chat-completions summarizer, a temp config file and a temp SQLite database.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use compaction_core::{
+    SessionKey, assemble_context, completed_turns, coordinator_view, subsumed_compaction_ids,
+};
+use serde_json::{Value, json};
+use session_store::SqliteStore;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// Marks every scoped (search-pipeline) payload; it must never reach a model.
+const SCOPED: &str = "SCOPED-PIPELINE-PAYLOAD";
+
+/// A transcript of `n` turns; every other turn is a research turn with a scoped pipeline.
+fn transcript(n: usize, tokens: impl Fn(usize) -> u64) -> String {
+    (1..=n)
+        .map(|i| {
+            let mut turn = json!({
+                "user": format!("Question {i} about topic {}?", i / 3),
+                "assistant": format!("Answer {i}: a finding of {i}.5 mAh/g."),
+                "prompt_tokens": tokens(i),
+            });
+            if i % 2 == 1 {
+                turn["tools"] = json!([{ "name": "search_library", "args": {"query": format!("q{i}")},
+                    "result": format!("Synthesis {i}.\n# Cited Sources\n1. Author{i} et al. (2021). doi:10.1000/e2e.{i}") }]);
+                turn["pipeline"] = json!([format!("{SCOPED} step {i}"), format!("{SCOPED} chunk {i}")]);
+                turn["findings_summary"] = json!(format!("Finding {i}."));
+            }
+            turn.to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn write_config(
+    dir: &Path,
+    decision_url: &str,
+    summarizer_url: &str,
+    timeout: f64,
+) -> std::path::PathBuf {
+    let config = json!({
+        "enable_adaptive_compaction": true,
+        "adaptive_compaction_decision_model": "inception/mercury-decide",
+        "decision_adapter": "decisions",
+        "decision_api_base_url": decision_url,
+        "decision_api_path": "/api/alpha/decisions",
+        "decision_api_key_env": "E2E_DECISION_KEY",
+        "decision_timeout_secs": timeout,
+        "summarizer_adapter": "chat",
+        "summarizer_base_url": format!("{summarizer_url}/v1"),
+        "summarizer_api_key_env": "E2E_SUMMARIZER_KEY",
+        "summarizer_timeout_secs": 5,
+    });
+    let file = dir.join("zocrates_config.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&config).expect("json"))
+        .expect("write config");
+    file
+}
+
+/// Runs `compaction replay` and returns its JSON records.
+fn replay(dir: &Path, config: &Path, transcript: &str) -> Vec<Value> {
+    let file = dir.join("transcript.jsonl");
+    std::fs::write(&file, transcript).expect("write transcript");
+    let out = Command::new(env!("CARGO_BIN_EXE_compaction"))
+        .args([
+            "replay",
+            file.to_str().expect("utf-8"),
+            "--json",
+            "--session",
+            "e2e",
+        ])
+        .arg("--db")
+        .arg(dir.join("sessions.db"))
+        .arg("--config")
+        .arg(config)
+        .env("E2E_DECISION_KEY", "sk-e2e-decision-secret")
+        .env("E2E_SUMMARIZER_KEY", "sk-e2e-summarizer-secret")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .output()
+        .expect("run compaction");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    assert!(
+        !stdout.contains("sk-e2e") && !stderr.contains("sk-e2e"),
+        "an API key leaked"
+    );
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
+async fn received_bodies(server: &MockServer) -> Vec<String> {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect()
+}
+
+fn chat_reply(text: &str) -> Value {
+    json!({"id": "x", "model": "nvidia/nemotron-3.5-lightning:free",
+           "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+           "usage": {"prompt_tokens": 900, "completion_tokens": 120, "total_tokens": 1020}})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replay_compacts_through_real_models_and_keeps_k_turns_verbatim() {
+    let decisions = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/api/alpha/decisions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({"answers": {"compaction_warranted": {"type": "noul", "noul": 0.9}}, "usage": {"prompt_tokens": 310}}),
+        ))
+        .mount(&decisions)
+        .await;
+    let chat = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(chat_reply(
+            "## Comprehensive Conversation Summary\nConsolidated.",
+        )))
+        .mount(&chat)
+        .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &decisions.uri(), &chat.uri(), 5.0);
+    let records = replay(
+        dir.path(),
+        &config,
+        &transcript(8, |i| 30_000 + 1_000 * i as u64),
+    );
+
+    let outcomes: Vec<&str> = records[1..9]
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "fast-exit",
+            "fast-exit",
+            "fast-exit",
+            "compressed",
+            "fast-exit",
+            "fast-exit",
+            "fast-exit",
+            "compressed"
+        ]
+    );
+
+    let store = SqliteStore::open(dir.path().join("sessions.db")).expect("open db");
+    let key = SessionKey::new("zocrates", "replay", "e2e");
+    let session = store.get_session(&key).expect("session");
+    let compactions: Vec<_> = session
+        .events
+        .iter()
+        .filter(|e| e.compaction().is_some())
+        .collect();
+    assert_eq!(
+        compactions.len(),
+        2,
+        "one compaction at turn 4, a rolling one at turn 8"
+    );
+    let (first, second) = (
+        compactions[0].compaction().unwrap(),
+        compactions[1].compaction().unwrap(),
+    );
+    assert_eq!(
+        first.start_timestamp, second.start_timestamp,
+        "the rolling summary starts at t_1"
+    );
+    assert_eq!(
+        subsumed_compaction_ids(&session.events),
+        vec![compactions[0].id.clone()]
+    );
+    // Every model reply is kept, plus the citations the ledger carried forward.
+    let summary = second.summary_text();
+    assert!(
+        summary.starts_with("## Comprehensive Conversation Summary\nConsolidated."),
+        "{summary}"
+    );
+    for i in [1, 3, 5] {
+        assert!(
+            summary.contains(&format!("doi:10.1000/e2e.{i}")),
+            "citation {i} lost:\n{summary}"
+        );
+    }
+
+    // The next prompt: the live summary, then turns 7 and 8 verbatim.
+    let context = store.load_context(&key).expect("context");
+    assert_eq!(context, assemble_context(&session.events));
+    let view = coordinator_view(&session.events);
+    let turns = completed_turns(&view);
+    let retained: Vec<String> = turns[6..]
+        .iter()
+        .flat_map(|t| t.events.iter().map(|e| e.id.clone()))
+        .collect();
+    let verbatim: Vec<String> = context.events().map(|e| e.id.clone()).collect();
+    assert_eq!(verbatim, retained);
+
+    // No scoped event reached either model.
+    let decision_bodies = received_bodies(&decisions).await;
+    let chat_bodies = received_bodies(&chat).await;
+    assert_eq!((decision_bodies.len(), chat_bodies.len()), (2, 2));
+    for body in decision_bodies.iter().chain(&chat_bodies) {
+        assert!(
+            !body.contains(SCOPED),
+            "a scoped payload reached a model: {body}"
+        );
+    }
+    // The decision model read the findings summary of research turns, not the synthesis.
+    assert!(
+        decision_bodies[0].contains("Finding 3.") && !decision_bodies[0].contains("Synthesis 3.")
+    );
+    // The summarizer got the spec's rolling-consolidation prompt the second time.
+    assert!(chat_bodies[1].contains("Existing Conversation Summary:"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failing_models_fail_open_and_write_nothing() {
+    let decisions = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(
+                    json!({"answers": {"compaction_warranted": {"type": "noul", "noul": 0.99}}}),
+                )
+                .set_delay(Duration::from_secs(5)),
+        )
+        .mount(&decisions)
+        .await;
+    let chat = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500).set_body_string("upstream exploded"))
+        .mount(&chat)
+        .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &decisions.uri(), &chat.uri(), 0.3);
+    // Turns 4 and 5 probe (and time out); turn 6 hits the hard backstop, whose summarizer fails.
+    let tokens = |i: usize| if i >= 6 { 120_000 } else { 40_000 };
+    let records = replay(dir.path(), &config, &transcript(6, tokens));
+    let by_turn: Vec<(&str, &str)> = records[1..7]
+        .iter()
+        .map(|r| {
+            (
+                r["outcome"].as_str().unwrap_or("?"),
+                r["detail"].as_str().unwrap_or("?"),
+            )
+        })
+        .collect();
+    assert_eq!(by_turn[3].0, "continue");
+    assert!(
+        by_turn[3].1.contains("fail-open") && by_turn[3].1.contains("no answer within"),
+        "{:?}",
+        by_turn[3]
+    );
+    assert_eq!(by_turn[4].0, "continue");
+    assert_eq!(by_turn[5].0, "summarizer-failed");
+    assert!(by_turn[5].1.contains("500"), "{:?}", by_turn[5]);
+
+    let store = SqliteStore::open(dir.path().join("sessions.db")).expect("open db");
+    let session = store
+        .get_session(&SessionKey::new("zocrates", "replay", "e2e"))
+        .expect("session");
+    assert!(
+        session.events.iter().all(|e| e.compaction().is_none()),
+        "nothing may be written"
+    );
+}
+
+#[test]
+fn a_malformed_transcript_names_the_line_and_field() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &file,
+        "{\"user\":\"q\",\"assistant\":\"a\"}\n{\"user\":\"q2\"}\n",
+    )
+    .expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_compaction"))
+        .args([
+            "replay",
+            file.to_str().expect("utf-8"),
+            "--decision",
+            "offline",
+            "--summarizer",
+            "offline",
+        ])
+        .arg("--config")
+        .arg(dir.path().join("c.json"))
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("bad.jsonl:2: missing field `assistant`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_corrupt_database_is_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("corrupt.db");
+    std::fs::write(&db, vec![0x42u8; 8192]).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_compaction"))
+        .args(["inspect", "--session", "s"])
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(4));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("corrupt.db"), "{stderr}");
+}
+
+/// The demo's output, with volatile figures (timestamps, generated ids) redacted.
+#[test]
+fn demo_output() {
+    let out = Command::new(env!("CARGO_BIN_EXE_compaction"))
+        .arg("demo")
+        .output()
+        .expect("run demo");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    insta::with_settings!({filters => vec![
+        (r"\d{10}\.\d+", "[timestamp]"),
+        (r"(?m)^[0-9a-f]+-[0-9a-f]+-\d+ ", "[event-id] "),
+    ]}, {
+        insta::assert_snapshot!(stdout);
+    });
+}
