@@ -22,27 +22,35 @@ const COMPACT_EVERY: usize = 8;
 const RETAINED: usize = 2;
 
 /// Appends research turns (six events each, two of them scoped) with a rolling compaction
-/// every eight turns covering everything up to turn N-K, until `events` events are stored.
-fn fill(store: &SqliteStore, key: &SessionKey, events: usize) {
+/// every eight turns covering everything up to turn N-K, until about `events` events are
+/// stored; then one last compaction and a tail of four turns, so that every size ends with the
+/// same context (K + 4 turns after the live summary) and only the history before it grows.
+/// Returns the number of events stored.
+fn fill(store: &SqliteStore, key: &SessionKey, events: usize) -> u64 {
+    const TAIL_TURNS: usize = 4;
     let mut f = EventFactory::new();
     let mut revision = Revision(0);
     let mut first_ts = None;
     let mut turn_ends = Vec::new();
     let mut turn = 0usize;
-    let append = |store: &SqliteStore, e: &Event, revision: &mut Revision| {
-        *revision = store.append_event(key, *revision, e).expect("append");
+    let mut append = |e: &Event| {
+        revision = store.append_event(key, revision, e).expect("append");
+        revision.0 as usize
     };
-    while (revision.0 as usize) < events {
+    let mut stored = 0;
+    let mut tail = None;
+    while tail.is_none_or(|t| turn < t + TAIL_TURNS) {
         let inv = format!("inv{turn}");
         let mut t = f.research_turn(&inv, &format!("question {turn} about anodes"), "findings");
         t[5] = t[5].clone().with_prompt_tokens(30_000 + turn as u64);
         first_ts.get_or_insert(t[0].timestamp);
         turn_ends.push(t[5].timestamp);
         for e in &t {
-            append(store, e, &mut revision);
+            stored = append(e);
         }
         turn += 1;
-        if turn.is_multiple_of(COMPACT_EVERY) && (revision.0 as usize) < events {
+        let last_cycle = tail.is_none() && stored + 6 * TAIL_TURNS + 1 >= events;
+        if tail.is_none() && (turn.is_multiple_of(COMPACT_EVERY) || last_cycle) {
             let end = turn_ends[turn - 1 - RETAINED];
             let start = first_ts.expect("a turn was appended");
             let c = f.compaction(
@@ -51,9 +59,13 @@ fn fill(store: &SqliteStore, key: &SessionKey, events: usize) {
                 end,
                 &"Summary. ".repeat(200),
             );
-            append(store, &c, &mut revision);
+            stored = append(&c);
+            if last_cycle {
+                tail = Some(turn);
+            }
         }
     }
+    stored as u64
 }
 
 fn temp_store(dir: &tempfile::TempDir, name: &str, durability: Durability) -> SqliteStore {
@@ -122,6 +134,7 @@ fn append_latency_distribution(dir: &tempfile::TempDir) {
     }
 }
 
+#[allow(clippy::print_stdout)]
 fn benches(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     append_latency_distribution(&dir);
@@ -153,7 +166,8 @@ fn benches(c: &mut Criterion) {
     for size in SIZES {
         let key = SessionKey::new("bench", "u", format!("s{size}"));
         store.create_session(&key, Map::new()).expect("create");
-        fill(&store, &key, size);
+        let stored = fill(&store, &key, size);
+        println!("load_context fixture s{size}: {stored} events");
     }
 
     let mut group = c.benchmark_group("header");

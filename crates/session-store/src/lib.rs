@@ -25,12 +25,14 @@
 //! so only they pay a cost proportional to the session; every read stays indexed.
 //!
 //! # Durability
-//! The journal is WAL with `synchronous = FULL` by default ([`Durability::Full`]): an append is
-//! acknowledged only after its WAL frame is fsynced, so an acknowledged event survives a
-//! process kill, an OS crash and a power loss. [`Durability::Normal`] (`synchronous = NORMAL`)
-//! skips the per-commit fsync: it still survives a process kill with every acknowledged event,
-//! but an OS crash or power loss may roll back the last few appends (never corrupting the
-//! file). Foreign keys are on; a busy timeout (default 5 s) makes concurrent writers queue.
+//! The journal is WAL with `synchronous = NORMAL` by default ([`Durability::Normal`]). Every
+//! acknowledged append survives a process crash (the tests SIGKILL a writer mid-append and find
+//! every acknowledged event, with `PRAGMA integrity_check` clean); an OS crash or power loss may
+//! roll back the appends since the last WAL checkpoint but never corrupts the file.
+//! [`Durability::Full`] (`synchronous = FULL`) fsyncs the WAL on every commit, so acknowledged
+//! appends also survive a power loss, at the price of one fsync per append (about 10x slower
+//! here; see docs/BENCHMARKS.md). Foreign keys are on; a busy timeout (default 5 s) makes
+//! concurrent writers queue instead of failing.
 //!
 //! # Schema
 //! Created and migrated by the crate (`PRAGMA user_version`, see [`SCHEMA_VERSION`]). A file
