@@ -176,8 +176,9 @@ impl OtlpSetup {
             .with_resource(Resource::builder().with_service_name(service_name).build())
             .build();
         let guard = TelemetryGuard {
-            provider: Some(provider),
+            provider,
             endpoint,
+            shut_down: false,
         };
         if self.install_subscriber {
             tracing_subscriber::registry()
@@ -193,8 +194,9 @@ impl OtlpSetup {
 #[derive(Debug)]
 #[must_use = "dropping the guard shuts the exporter down at once"]
 pub struct TelemetryGuard {
-    provider: Option<SdkTracerProvider>,
+    provider: SdkTracerProvider,
     endpoint: String,
+    shut_down: bool,
 }
 
 impl TelemetryGuard {
@@ -205,13 +207,7 @@ impl TelemetryGuard {
 
     /// A tracer on the exporter, under the `adaptive-compaction` instrumentation scope.
     pub fn tracer(&self) -> SdkTracer {
-        match &self.provider {
-            Some(provider) => provider.tracer(keys::INSTRUMENTATION_SCOPE),
-            // Only reachable after `shutdown`, which consumes the guard.
-            None => SdkTracerProvider::builder()
-                .build()
-                .tracer(keys::INSTRUMENTATION_SCOPE),
-        }
+        self.provider.tracer(keys::INSTRUMENTATION_SCOPE)
     }
 
     /// The compaction spans' adapter, recording on this exporter.
@@ -237,18 +233,17 @@ impl TelemetryGuard {
     /// Flushes pending spans and shuts the exporter down, reporting a failure (dropping the
     /// guard does the same but can only log it).
     pub fn shutdown(mut self) -> Result<(), opentelemetry_sdk::error::OTelSdkError> {
-        match self.provider.take() {
-            Some(provider) => provider.shutdown(),
-            None => Ok(()),
-        }
+        self.shut_down = true;
+        self.provider.shutdown()
     }
 }
 
 impl Drop for TelemetryGuard {
     fn drop(&mut self) {
-        if let Some(provider) = self.provider.take()
-            && let Err(error) = provider.shutdown()
-        {
+        if self.shut_down {
+            return;
+        }
+        if let Err(error) = self.provider.shutdown() {
             tracing::warn!(endpoint = %self.endpoint, %error, "OTLP exporter shutdown failed; spans may be lost");
         }
     }

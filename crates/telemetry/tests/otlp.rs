@@ -215,3 +215,44 @@ async fn the_base_endpoint_variable_is_honoured_and_dropping_the_guard_flushes()
     assert_eq!(spans.len(), 3, "{spans:?}");
     assert!(spans.iter().all(|(service, _)| service == "zocrates"));
 }
+
+#[tokio::test]
+async fn asked_to_it_installs_the_global_subscriber_once() {
+    let server = receiver().await;
+    let endpoint = format!("{}/v1/traces", server.uri());
+    let second = tokio::task::spawn_blocking(move || {
+        let guard = OtlpSetup::new()
+            .env_lookup(|_| None)
+            .endpoint(Some(&endpoint))
+            .install_subscriber(true)
+            .init()
+            .unwrap();
+        // No scoped subscriber here: the global one carries the span to the exporter.
+        drop(tracing::info_span!("global_turn").entered());
+        let second = OtlpSetup::new()
+            .env_lookup(|_| None)
+            .endpoint(Some(&endpoint))
+            .install_subscriber(true)
+            .init()
+            .map(|_| ())
+            .unwrap_err();
+        guard.shutdown().unwrap();
+        second
+    })
+    .await
+    .unwrap();
+    assert!(
+        second
+            .to_string()
+            .starts_with("cannot install the tracing subscriber: "),
+        "{second}"
+    );
+    let names: Vec<_> = received(&server)
+        .await
+        .into_iter()
+        .map(|(_, s)| s.name)
+        .collect();
+    // Other threads of this test binary may add spans of their own through the global
+    // subscriber; ours must be there.
+    assert!(names.iter().any(|n| n == "global_turn"), "{names:?}");
+}
