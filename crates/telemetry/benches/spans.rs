@@ -1,5 +1,5 @@
 //! What a compaction costs in telemetry: opening and finishing each span (attribute building,
-//! JSON, secret scrubbing, the SDK span) and scrubbing a large summarizer prompt. The
+//! JSON, secret scrubbing, the SDK span) and scrubbing a 16 KB summarizer prompt. The
 //! provider has no processor, so export cost is excluded (the batch processor exports on its
 //! own thread).
 
@@ -64,7 +64,7 @@ fn bench(c: &mut Criterion) {
         });
     });
 
-    // A summarizer prompt of about 20 KB and a 2 KB summary.
+    // A summarizer prompt of about 16 KB and a 2 KB summary.
     let summary_request = SummaryRequest {
         model: "nemotron".into(),
         prompt: prose(3_000),
@@ -84,7 +84,7 @@ fn bench(c: &mut Criterion) {
         Timestamp::new(1_700_000_000.0).unwrap_or(Timestamp::EPOCH),
         Timestamp::new(1_700_000_900.0).unwrap_or(Timestamp::EPOCH),
     );
-    c.bench_function("summarize_span_start_finish_20kb", |b| {
+    c.bench_function("summarize_span_start_finish_16kb", |b| {
         b.iter(|| {
             let span = telemetry.start_summarize(&SummarizeStart {
                 model: &model,
@@ -101,7 +101,7 @@ fn bench(c: &mut Criterion) {
     });
 
     let prompt = prose(3_000);
-    c.bench_function("scrub_20kb_prose", |b| {
+    c.bench_function("scrub_16kb_prose", |b| {
         b.iter(|| telemetry::scrub::scrub(black_box(&prompt)).len());
     });
 }
