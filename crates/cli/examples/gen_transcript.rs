@@ -17,7 +17,7 @@ fn main() {
     while events < target {
         turn += 1;
         let topic = turn / 12;
-        let research = turn % 2 == 0;
+        let research = turn.is_multiple_of(2);
         let mut line = json!({
             "user": format!("Topic {topic}: follow-up question {turn} on the measured capacity retention?"),
             "assistant": format!("For topic {topic}, turn {turn}: retention was {}% after {} cycles at 25 °C.", 70 + turn % 25, 100 * (turn % 9 + 1)),

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use compaction_core::{Engine, SessionKey, subsumed_compaction_ids};
 use session_store::SqliteStore;
+use tracing_subscriber::Layer as _;
 
 mod error;
 mod render;
@@ -161,27 +162,34 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging() {
+/// Logs to stderr (filter from `COMPACTION_LOG`, default `error`), and, when spans are
+/// exported, sends the program's own spans (one per replayed turn) to the same exporter so that
+/// the compaction spans nest under their turn.
+fn init_logging(guard: Option<&telemetry::TelemetryGuard>) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("COMPACTION_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)
-        .try_init();
+        .with_filter(filter);
+    let registry = tracing_subscriber::registry().with(fmt);
+    let _ = match guard {
+        Some(guard) => registry.with(guard.layer()).try_init(),
+        None => registry.try_init(),
+    };
 }
 
 async fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Demo { json, db } => {
-            init_logging();
             let wiring = wire(ConfigSource::EmbeddedOffline, None, None)?;
             let turns = transcript::parse("demo", DEMO_TRANSCRIPT.as_bytes())?;
             let key = SessionKey::new("zocrates", "demo", "demo-session");
             replay_turns(wiring, turns, db, key, json, None).await
         }
         Command::Replay { file, run, session } => {
-            init_logging();
             let turns = read_transcript(&file)?;
             let wiring = wire(
                 ConfigSource::Resolve(run.config.clone()),
@@ -193,7 +201,6 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             replay_turns(wiring, turns, run.db, key, run.json, run.otlp).await
         }
         Command::Evaluate { run, target } => {
-            init_logging();
             let db = run
                 .db
                 .clone()
@@ -256,6 +263,7 @@ async fn replay_turns(
     let db = db.unwrap_or_else(|| tmp.path().join("sessions.db"));
     let store = open_store(&db)?;
     let (telemetry, guard) = wiring::telemetry(otlp)?;
+    init_logging(guard.as_ref());
     let clock = Arc::new(MonotonicClock::default());
     let ids = Arc::new(ProcessIds::default());
     let engine = build_engine(
@@ -371,6 +379,7 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
     )?;
     let store = open_store(&db)?;
     let (telemetry, guard) = wiring::telemetry(run.otlp)?;
+    init_logging(guard.as_ref());
     let engine = build_engine(
         &wiring,
         store,

@@ -25,6 +25,7 @@ use compaction_core::{
 };
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use tracing::Instrument as _;
 
 use crate::transcript::TranscriptTurn;
 
@@ -166,7 +167,12 @@ impl<S: ReplayStore> Replay<S> {
             .await
             .map_err(|e| ReplayError(e.to_string()))?
             .input;
-        let outcome = self.engine.evaluate_and_compact(&self.key).await;
+        let span = tracing::info_span!("turn", turn = n, session = %self.key);
+        let outcome = self
+            .engine
+            .evaluate_and_compact(&self.key)
+            .instrument(span)
+            .await;
         if let Some(c) = outcome.compaction() {
             self.revision = c.revision;
         }

@@ -347,3 +347,52 @@ fn demo_output() {
         insta::assert_snapshot!(stdout);
     });
 }
+
+/// `--otlp URL` exports the compaction spans, with the replay's turn spans, to a collector.
+#[tokio::test(flavor = "multi_thread")]
+async fn otlp_export_reaches_a_collector() {
+    let collector = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/traces"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&collector)
+        .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("t.jsonl");
+    // Six turns above the ceiling: the backstop forces a compaction, so both kinds of span
+    // may appear without a remote model.
+    std::fs::write(&file, transcript(6, |_| 120_000)).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_compaction"))
+        .args([
+            "replay",
+            file.to_str().expect("utf-8"),
+            "--decision",
+            "offline",
+            "--summarizer",
+            "offline",
+        ])
+        .arg("--config")
+        .arg(dir.path().join("c.json"))
+        .arg("--otlp")
+        .arg(format!("{}/v1/traces", collector.uri()))
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bodies = collector.received_requests().await.unwrap_or_default();
+    let all: Vec<u8> = bodies.iter().flat_map(|r| r.body.clone()).collect();
+    let text = String::from_utf8_lossy(&all);
+    assert!(
+        text.contains("compact_session_history"),
+        "no summarize span exported"
+    );
+    // A span's name is protobuf field 5 (tag 0x2a), length-prefixed: a span named exactly "turn".
+    assert!(
+        all.windows(6).any(|w| w == b"\x2a\x04turn"),
+        "no turn span exported"
+    );
+    assert!(!text.contains(SCOPED), "a scoped payload was exported");
+}
