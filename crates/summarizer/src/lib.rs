@@ -45,7 +45,7 @@
 //!     .unwrap()
 //!     .block_on(selected.summarizer.summarize(&request))
 //!     .unwrap();
-//! assert!(summary.text.contains("- Figure: Silicon expands by about 300 %"));
+//! assert!(summary.text.contains("### Q: How much do silicon anodes swell?\n- Silicon expands by about 300 %"));
 //! assert!(summary.text.contains("doi:10.1021/cr500207g"));
 //! ```
 #![warn(missing_docs, unreachable_pub)]

@@ -150,26 +150,27 @@ impl OfflineSummarizer {
 
     /// Renders the topics within the bound, condensing oldest-first when needed.
     fn bounded_prose(&self, mut topics: Vec<Topic>) -> String {
-        let fixed = TITLE.chars().count() + 2;
-        let total = |topics: &[Topic]| fixed + topics.iter().map(Topic::chars).sum::<usize>();
+        // An upper bound of the rendered length, kept current as lines are dropped.
+        let mut total = TITLE.chars().count() + 2 + topics.iter().map(Topic::chars).sum::<usize>();
         let mut dropped_lines = 0usize;
         let mut dropped_topics = 0usize;
-        if total(&topics) > self.max_chars {
+        if total > self.max_chars {
             let budget = self.max_chars.saturating_sub(NOTE_RESERVE);
             for priority in [Priority::Evidence, Priority::Finding, Priority::Figure] {
                 let mut i = 0;
-                while total(&topics) > budget && i < topics.len() {
+                while total > budget && i < topics.len() {
                     match topics[i].lines.iter().rposition(|(p, _)| *p == priority) {
                         Some(pos) => {
-                            topics[i].lines.remove(pos);
+                            let (_, line) = topics[i].lines.remove(pos);
+                            total -= line.chars().count() + 1;
                             dropped_lines += 1;
                         }
                         None => i += 1,
                     }
                 }
             }
-            while total(&topics) > budget && topics.len() > 1 {
-                topics.remove(0);
+            while total > budget && topics.len() > 1 {
+                total -= topics.remove(0).chars();
                 dropped_topics += 1;
             }
         }
