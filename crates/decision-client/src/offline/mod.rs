@@ -32,14 +32,12 @@
 
 pub mod text;
 
-use std::collections::HashSet;
-
 use async_trait::async_trait;
 use compaction_core::{
     AdapterError, DecisionAnswer, DecisionModel, DecisionState, ModelInfo, ProbeRequest,
 };
 
-use text::{Pair, content_words, novelty, padded, pairs, words};
+use text::{WordSet, content_words, normalize, novelty, padded, pairs, words};
 
 /// The served-model name the offline model reports.
 pub const MODEL_NAME: &str = "offline-lexical-v1";
@@ -252,22 +250,29 @@ fn any_cue(padded: &str, cues: &[&str]) -> bool {
 impl Features {
     /// Extracts the features of `state`.
     pub fn of(state: &DecisionState) -> Features {
-        let earlier = pairs(&state.earlier_discussion);
-        let latest = pairs(&state.latest_turn);
-        let Pair { user, assistant } = latest.into_iter().next().unwrap_or_default();
-        let earlier_words: HashSet<String> = earlier
-            .iter()
-            .flat_map(|p| {
-                content_words(&p.user)
-                    .into_iter()
-                    .chain(content_words(&p.assistant))
-            })
-            .collect();
-        let last = earlier.last().cloned().unwrap_or_default();
-        let last_words: HashSet<String> = content_words(&last.user)
+        let earlier: Vec<(String, String)> = pairs(&state.earlier_discussion)
             .into_iter()
-            .chain(content_words(&last.assistant))
+            .map(|p| (normalize(&p.user), normalize(&p.assistant)))
             .collect();
+        let latest = pairs(&state.latest_turn)
+            .into_iter()
+            .next()
+            .unwrap_or_default();
+        let (user, assistant) = (normalize(&latest.user), normalize(&latest.assistant));
+        let mut earlier_words = WordSet::default();
+        let mut last_words = WordSet::default();
+        for (i, (u, a)) in earlier.iter().enumerate() {
+            let words = content_words(u).into_iter().chain(content_words(a));
+            if i + 1 == earlier.len() {
+                for w in words {
+                    earlier_words.insert(w);
+                    last_words.insert(w);
+                }
+            } else {
+                earlier_words.extend(words);
+            }
+        }
+        let last_assistant = earlier.last().map_or("", |(_, a)| a.as_str());
         let user_words = content_words(&user);
         let reply_words = content_words(&assistant);
         let padded_user = padded(&user);
@@ -276,9 +281,9 @@ impl Features {
             novelty_earlier: novelty(&user_words, &earlier_words),
             novelty_last_pair: novelty(&user_words, &last_words),
             reply_novelty: novelty(&reply_words, &earlier_words),
-            previous_asked: last.assistant.contains('?'),
+            previous_asked: last_assistant.contains('?'),
             user_asks: user.contains('?'),
-            answer_opening: ANSWER_OPENERS.contains(&first.as_str()),
+            answer_opening: ANSWER_OPENERS.contains(&first),
             user_length: (user_words.len() as f64).ln_1p(),
             stuck_cue: any_cue(&padded_user, STUCK_CUES),
             drill_cue: any_cue(&padded_user, DRILL_CUES),

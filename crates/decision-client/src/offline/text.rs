@@ -230,12 +230,21 @@ pub fn is_stopword(word: &str) -> bool {
     STOPWORDS.binary_search(&word).is_ok()
 }
 
-/// Lower-cased word tokens: runs of letters, digits and inner apostrophes.
-pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
-        .map(|w| w.trim_matches(['\'', '’']))
+/// The text lower-cased, with typographic apostrophes made plain: the form [`words`] reads.
+pub fn normalize(text: &str) -> String {
+    let mut out = text.to_lowercase();
+    if out.contains('’') {
+        out = out.replace('’', "'");
+    }
+    out
+}
+
+/// Word tokens of normalized text: runs of letters, digits and inner apostrophes.
+pub fn words(normalized: &str) -> impl Iterator<Item = &str> {
+    normalized
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .map(|w| w.trim_matches('\''))
         .filter(|w| !w.is_empty())
-        .map(|w| w.to_lowercase().replace('’', "'"))
 }
 
 /// A crude suffix stem so that `plating`/`plated`/`plates` meet: strips `ing`, `ed`, `es` or
@@ -252,16 +261,41 @@ pub fn stem(word: &str) -> &str {
     word
 }
 
-/// The stemmed content words of `text` (no stopwords, no one-character words), in order.
-pub fn content_words(text: &str) -> Vec<String> {
-    words(text)
-        .filter(|w| w.chars().count() > 1 && !is_stopword(w))
-        .map(|w| stem(&w).to_owned())
+/// The stemmed content words of normalized text (no stopwords, no one-character words).
+pub fn content_words(normalized: &str) -> Vec<&str> {
+    words(normalized)
+        .filter(|w| w.chars().nth(1).is_some() && !is_stopword(w))
+        .map(stem)
         .collect()
 }
 
+/// A small, fast, deterministic string hasher (FNV-1a) for the word sets: SipHash's
+/// protection against hash flooding buys nothing for a few hundred words of one request.
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// A set of words hashed with [`Fnv`].
+pub type WordSet<'a> = HashSet<&'a str, std::hash::BuildHasherDefault<Fnv>>;
+
 /// The share of `words` absent from `reference`; 0.5 when `words` is empty (no evidence).
-pub fn novelty(words: &[String], reference: &HashSet<String>) -> f64 {
+pub fn novelty(words: &[&str], reference: &WordSet<'_>) -> f64 {
     if words.is_empty() {
         return 0.5;
     }
@@ -269,12 +303,12 @@ pub fn novelty(words: &[String], reference: &HashSet<String>) -> f64 {
     absent as f64 / words.len() as f64
 }
 
-/// The message as ` w1 w2 … ` (single spaces, padded) so cue phrases match on word bounds.
-pub fn padded(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
+/// Normalized text as ` w1 w2 … ` (single spaces, padded) so cue phrases match on word bounds.
+pub fn padded(normalized: &str) -> String {
+    let mut out = String::with_capacity(normalized.len() + 2);
     out.push(' ');
-    for w in words(text) {
-        out.push_str(&w);
+    for w in words(normalized) {
+        out.push_str(w);
         out.push(' ');
     }
     out
@@ -301,10 +335,12 @@ mod tests {
 
     #[test]
     fn content_words_drop_stopwords_and_stem() {
+        let text = normalize("Do the plated anodes suffer from plating?");
+        assert_eq!(content_words(&text), ["plat", "anod", "suffer", "plat"]);
         assert_eq!(
-            content_words("Do the plated anodes suffer from plating?"),
-            ["plat", "anod", "suffer", "plat"]
+            padded(&normalize("No, I MEANT the SEI.")),
+            " no i meant the sei "
         );
-        assert_eq!(padded("No, I MEANT the SEI."), " no i meant the sei ");
+        assert_eq!(padded(&normalize("It’s Kendall’s")), " it's kendall's ");
     }
 }
