@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use compaction_core::{Engine, SessionKey, subsumed_compaction_ids};
-use session_store::SqliteStore;
+use session_store::{AdkStore, Layout, SqliteStore, detect_layout};
 use tracing_subscriber::Layer as _;
 
 mod error;
@@ -230,9 +230,38 @@ fn open_store(db: &std::path::Path) -> Result<Arc<SqliteStore>, CliError> {
         .map_err(|e| CliError::Database(e.to_string()))
 }
 
+/// An existing session database, opened by its detected layout.
+enum ExistingStore {
+    /// This project's native store.
+    Native(Arc<SqliteStore>),
+    /// A Google ADK sessions database, operated on in place.
+    Adk(Arc<AdkStore>),
+}
+
+impl ExistingStore {
+    fn port(&self) -> Arc<dyn compaction_core::SessionStore> {
+        match self {
+            ExistingStore::Native(s) => s.clone(),
+            ExistingStore::Adk(s) => s.clone(),
+        }
+    }
+}
+
+/// Opens an existing database: the native store, or ADK's `DatabaseSessionService` /
+/// `SqliteSessionService` layout; ADK's legacy v0 layout is refused naming `adk migrate session`.
+fn open_existing(db: &std::path::Path) -> Result<ExistingStore, CliError> {
+    let database = |e: session_store::SessionStoreError| CliError::Database(e.to_string());
+    match detect_layout(db).map_err(database)? {
+        Layout::AdkDatabase | Layout::AdkSqlite | Layout::AdkLegacyV0 => AdkStore::open(db)
+            .map(|s| ExistingStore::Adk(Arc::new(s)))
+            .map_err(database),
+        _ => open_store(db).map(ExistingStore::Native),
+    }
+}
+
 fn build_engine(
     wiring: &Wiring,
-    store: Arc<SqliteStore>,
+    store: Arc<dyn compaction_core::SessionStore>,
     clock: Arc<MonotonicClock>,
     ids: Arc<ProcessIds>,
     telemetry: Arc<dyn compaction_core::Telemetry>,
@@ -377,12 +406,12 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
         run.decision.as_deref(),
         run.summarizer.as_deref(),
     )?;
-    let store = open_store(&db)?;
+    let store = open_existing(&db)?;
     let (telemetry, guard) = wiring::telemetry(run.otlp)?;
     init_logging(guard.as_ref());
     let engine = build_engine(
         &wiring,
-        store,
+        store.port(),
         Arc::new(MonotonicClock::default()),
         Arc::new(ProcessIds::default()),
         telemetry,
@@ -419,18 +448,23 @@ fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
             wiring::shown(&db)
         )));
     }
-    let store = open_store(&db)?;
     let key = SessionKey::new(
         target.app.clone(),
         target.user.clone(),
         target.session.clone(),
     );
-    let session = store
-        .get_session(&key)
-        .map_err(|e| CliError::Database(e.to_string()))?;
-    let context = store
-        .load_context(&key)
-        .map_err(|e| CliError::Database(e.to_string()))?;
+    let database = |e: session_store::SessionStoreError| CliError::Database(e.to_string());
+    let (session, context) = match open_existing(&db)? {
+        ExistingStore::Native(store) => (
+            store.get_session(&key).map_err(database)?,
+            store.load_context(&key).map_err(database)?,
+        ),
+        ExistingStore::Adk(store) => {
+            let session = store.get_session(&key).map_err(database)?;
+            let context = compaction_core::assemble_context(&session.events);
+            (session, context)
+        }
+    };
     let mut out = std::io::stdout().lock();
     emit(
         &mut out,

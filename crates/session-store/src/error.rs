@@ -167,6 +167,70 @@ pub enum SessionStoreError {
         /// The runtime's report.
         message: String,
     },
+    /// The file already holds tables this store did not create (for example a Google ADK
+    /// session database); it is refused and left untouched.
+    #[error(
+        "{}: {what}; refusing to open it as a native session store (the file was not modified){hint}",
+        path.display()
+    )]
+    ForeignDatabase {
+        /// The database file.
+        path: PathBuf,
+        /// What the file looks like (`looks like a Google ADK session database (tables sessions, events)`).
+        what: String,
+        /// What to use instead, with a leading separator, or empty.
+        hint: String,
+    },
+    /// The file is a Google ADK session database in the legacy v0 layout (pickled `actions`
+    /// column), which this store does not read.
+    #[error(
+        "{}: a Google ADK session database in the legacy v0 schema (pickled event actions); \
+         migrate it with ADK's `adk migrate session` command first (the file was not modified)",
+        path.display()
+    )]
+    AdkLegacySchema {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// The file is not a Google ADK session database this build understands.
+    #[error("{}: not a Google ADK session database: {detail} (the file was not modified)", path.display())]
+    NotAdkDatabase {
+        /// The database file.
+        path: PathBuf,
+        /// What was found instead.
+        detail: String,
+    },
+    /// A time column of an ADK database holds a value that is not a time.
+    #[error(
+        "{}: {table}.{column} of session {key} holds {value:?}, expected {expected}",
+        path.display()
+    )]
+    AdkBadTime {
+        /// The database file.
+        path: PathBuf,
+        /// The session.
+        key: Box<SessionKey>,
+        /// The table (`sessions`, `events`).
+        table: &'static str,
+        /// The column (`update_time`, `timestamp`).
+        column: &'static str,
+        /// The stored value, as text.
+        value: String,
+        /// The expected form.
+        expected: &'static str,
+    },
+    /// An event cannot be appended to an ADK database in a shape ADK would load.
+    #[error("{}: session {key}, event {event_id:?}: {reason}", path.display())]
+    AdkUnsupportedEvent {
+        /// The database file.
+        path: PathBuf,
+        /// The session.
+        key: Box<SessionKey>,
+        /// The event id.
+        event_id: String,
+        /// Why ADK would refuse it or silently lose part of it.
+        reason: String,
+    },
 }
 
 impl SessionStoreError {

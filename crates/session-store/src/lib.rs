@@ -16,6 +16,10 @@
 //!   events around its range, found through indexes, so its cost does not grow with the
 //!   session. It always equals `compaction_core::assemble_context` of the whole history.
 //!
+//! A second implementation of the port, [`AdkStore`] (module [`adk`]), operates directly on a
+//! Google ADK sessions database; [`detect_layout`] tells which kind a file is. The native
+//! store refuses to open an ADK file ([`SessionStoreError::ForeignDatabase`]).
+//!
 //! # Rewinds
 //! A rewind event can drop (or bring back) any part of the history. Every event row carries an
 //! `in_view` flag (kept by `apply_rewinds` and unscoped) and every compaction a `subsumed` flag.
@@ -75,6 +79,7 @@
 //! ```
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod adk;
 mod append;
 mod context;
 mod error;
@@ -83,6 +88,7 @@ mod port;
 mod schema;
 mod store;
 
+pub use adk::{AdkFlavor, AdkStore, Layout, detect_layout};
 pub use error::SessionStoreError;
 pub use schema::SCHEMA_VERSION;
 pub use store::{Durability, OpenOptions, SessionHeader, SqliteStore};

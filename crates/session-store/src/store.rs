@@ -212,6 +212,15 @@ impl SqliteStore {
                 supported: SCHEMA_VERSION,
             });
         }
+        // A file with user_version 0 that already holds tables (a Google ADK database has
+        // tables `sessions` and `events` too) is someone else's: refuse it untouched, before
+        // the journal mode or the schema is changed.
+        if found == 0
+            && let Some((what, hint)) =
+                crate::adk::foreign_schema(&conn).map_err(fail("inspecting the tables"))?
+        {
+            return Err(SessionStoreError::ForeignDatabase { path, what, hint });
+        }
         let mode: String = conn
             .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
             .map_err(fail("switching to the WAL journal"))?;

@@ -1,0 +1,575 @@
+//! [`AdkStore`]: compaction-core's `SessionStore` port over an existing Google ADK sessions
+//! database, read and written in ADK's own shapes.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use compaction_core::{Event, Revision, Session, SessionKey, SessionStore, StoreError};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use serde_json::{Map, Value};
+
+use super::detect::{Layout, detect_layout};
+use super::schema::{self, AdkFlavor};
+use crate::error::SessionStoreError;
+use crate::store::OpenOptions;
+
+/// The `actions` keys ADK 2.13's `EventActions` declares besides `compaction` and
+/// `rewind_before_invocation_id` (which [`Event`] models). ADK refuses to load a session whose
+/// events carry any other key (`extra='forbid'`), so an append with one is refused here.
+const ADK_ACTION_KEYS: &[&str] = &[
+    "agent_state",
+    "artifact_delta",
+    "end_of_agent",
+    "escalate",
+    "render_ui_widgets",
+    "requested_auth_configs",
+    "requested_tool_confirmations",
+    "route",
+    "set_model_response",
+    "skip_summarization",
+    "state_delta",
+    "transfer_reason",
+    "transfer_to_agent",
+];
+
+/// `snake_case` of an ADK camelCase alias (`stateDelta` → `state_delta`).
+fn snake(key: &str) -> String {
+    let mut out = String::with_capacity(key.len() + 4);
+    for c in key.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[derive(Debug)]
+struct Inner {
+    path: PathBuf,
+    flavor: AdkFlavor,
+    options: OpenOptions,
+    conn: Mutex<Connection>,
+}
+
+/// A Google ADK sessions database (written by `DatabaseSessionService` or
+/// `SqliteSessionService`), operated on in place. Cheap to clone; safe to share.
+///
+/// - **Revision** = the session's `update_time` in microseconds since the epoch: exactly what
+///   ADK's optimistic-concurrency check compares.
+/// - **load** returns every event in ADK's own order (timestamp, then `id` for
+///   `DatabaseSessionService`, insertion for `SqliteSessionService`) with the event JSON's
+///   `timestamp` winning over the column, and the state merged as ADK merges it (`app:` and
+///   `user:` prefixes). Rewinds and isolation scopes are then applied by compaction-core
+///   exactly as ADK's prompt builder applies them (`_apply_rewinds`, `isolation_scope`
+///   equality).
+/// - **append** runs one `BEGIN IMMEDIATE` transaction: it checks `update_time` against the
+///   expected revision, inserts the event in ADK's column encoding, and sets `update_time`
+///   to the event's timestamp, so that an ADK process still holding the old session fails its
+///   next append with `StaleSessionError` instead of silently diverging. A writer holding the
+///   lock (ADK mid-append) is waited for up to the busy timeout.
+///
+/// It never changes the file's journal mode or schema, and never rewrites an existing event.
+#[derive(Debug, Clone)]
+pub struct AdkStore {
+    inner: Arc<Inner>,
+}
+
+impl AdkStore {
+    /// Opens an existing ADK sessions database with the default [`OpenOptions`] (busy timeout
+    /// 5 s; the durability setting is ignored: the file keeps ADK's own journal settings).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, SessionStoreError> {
+        Self::open_with(path, OpenOptions::default())
+    }
+
+    /// Opens an existing ADK sessions database. Refuses, without writing, a file that is not
+    /// one of ADK's two current layouts: a legacy v0 file names `adk migrate session`.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        options: OpenOptions,
+    ) -> Result<Self, SessionStoreError> {
+        let path = path.as_ref().to_path_buf();
+        let flavor = match detect_layout(&path)? {
+            Layout::AdkDatabase => AdkFlavor::Database,
+            Layout::AdkSqlite => AdkFlavor::Sqlite,
+            Layout::AdkLegacyV0 => return Err(SessionStoreError::AdkLegacySchema { path }),
+            other => {
+                return Err(SessionStoreError::NotAdkDatabase {
+                    detail: format!("the file is a {}", other.describe()),
+                    path,
+                });
+            }
+        };
+        let fail = |what: &'static str| {
+            let path = path.clone();
+            move |e: rusqlite::Error| {
+                SessionStoreError::sqlite(&path, options.busy_timeout, || what.to_owned(), e)
+            }
+        };
+        let conn = Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(fail("opening the ADK database"))?;
+        conn.busy_timeout(options.busy_timeout)
+            .map_err(fail("setting the busy timeout"))?;
+        // ADK turns foreign keys on for every connection; do the same.
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(fail("enabling foreign keys"))?;
+        Ok(AdkStore {
+            inner: Arc::new(Inner {
+                path,
+                flavor,
+                options,
+                conn: Mutex::new(conn),
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Which ADK service's layout the file has.
+    pub fn flavor(&self) -> AdkFlavor {
+        self.inner.flavor
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.inner
+            .conn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn sqlite_error<'a>(
+        &'a self,
+        operation: impl FnOnce() -> String + 'a,
+    ) -> impl FnOnce(rusqlite::Error) -> SessionStoreError + 'a {
+        move |e| {
+            SessionStoreError::sqlite(
+                &self.inner.path,
+                self.inner.options.busy_timeout,
+                operation,
+                e,
+            )
+        }
+    }
+
+    fn bad_time(
+        &self,
+        key: &SessionKey,
+        table: &'static str,
+        column: &'static str,
+        value: String,
+    ) -> SessionStoreError {
+        SessionStoreError::AdkBadTime {
+            path: self.inner.path.clone(),
+            key: Box::new(key.clone()),
+            table,
+            column,
+            value,
+            expected: schema::expected_form(self.inner.flavor),
+        }
+    }
+
+    /// Encodes microseconds for a time column of this flavor.
+    fn time_value(&self, micros: i64, seconds: f64) -> rusqlite::types::Value {
+        match self.inner.flavor {
+            AdkFlavor::Database => {
+                rusqlite::types::Value::Text(schema::format_datetime_micros(micros))
+            }
+            AdkFlavor::Sqlite => rusqlite::types::Value::Real(seconds),
+        }
+    }
+
+    /// Creates an empty session the way ADK's `create_session` does, including (for
+    /// `DatabaseSessionService`) the `app_states` and `user_states` rows ADK's next append
+    /// requires. Returns it at its revision.
+    pub fn create_session(
+        &self,
+        key: &SessionKey,
+        state: Map<String, Value>,
+    ) -> Result<Session, SessionStoreError> {
+        let op = || format!("creating session {key}");
+        let json =
+            serde_json::to_string(&state).map_err(|source| SessionStoreError::Serialize {
+                path: self.inner.path.clone(),
+                key: Box::new(key.clone()),
+                what: "state".to_owned(),
+                source,
+            })?;
+        let now = crate::store::now_seconds();
+        let micros = schema::seconds_to_micros(now).unwrap_or(0);
+        let time = self.time_value(micros, now);
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(self.sqlite_error(op))?;
+        if self.inner.flavor == AdkFlavor::Database {
+            tx.execute(
+                "INSERT OR IGNORE INTO app_states (app_name, state, update_time) VALUES (?1, '{}', ?2)",
+                params![key.app_name, time],
+            )
+            .and_then(|_| {
+                tx.execute(
+                    "INSERT OR IGNORE INTO user_states (app_name, user_id, state, update_time) \
+                     VALUES (?1, ?2, '{}', ?3)",
+                    params![key.app_name, key.user_id, time],
+                )
+            })
+            .map_err(self.sqlite_error(op))?;
+        }
+        let inserted = tx.execute(
+            "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+            params![key.app_name, key.user_id, key.session_id, json, time],
+        );
+        match inserted {
+            Ok(_) => {}
+            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
+                return Err(SessionStoreError::AlreadyExists {
+                    path: self.inner.path.clone(),
+                    key: key.clone(),
+                });
+            }
+            Err(e) => return Err(self.sqlite_error(op)(e)),
+        }
+        tx.commit().map_err(self.sqlite_error(op))?;
+        Ok(Session {
+            key: key.clone(),
+            state,
+            events: Vec::new(),
+            revision: Revision(micros.unsigned_abs()),
+        })
+    }
+
+    /// The session's revision: its `update_time` in microseconds.
+    pub fn revision(&self, key: &SessionKey) -> Result<Revision, SessionStoreError> {
+        let conn = self.conn();
+        self.read_revision(&conn, key)?
+            .ok_or_else(|| self.not_found(key))
+    }
+
+    fn not_found(&self, key: &SessionKey) -> SessionStoreError {
+        SessionStoreError::NotFound {
+            path: self.inner.path.clone(),
+            key: key.clone(),
+        }
+    }
+
+    fn read_revision(
+        &self,
+        conn: &Connection,
+        key: &SessionKey,
+    ) -> Result<Option<Revision>, SessionStoreError> {
+        let op = || format!("reading update_time of session {key}");
+        let raw = conn
+            .query_row(
+                "SELECT update_time FROM sessions WHERE app_name = ?1 AND user_id = ?2 AND id = ?3",
+                params![key.app_name, key.user_id, key.session_id],
+                |row| row.get::<_, rusqlite::types::Value>(0),
+            )
+            .optional()
+            .map_err(self.sqlite_error(op))?;
+        let Some(raw) = raw else { return Ok(None) };
+        let micros = schema::column_micros((&raw).into())
+            .map_err(|v| self.bad_time(key, "sessions", "update_time", v))?;
+        Ok(Some(Revision(micros.max(0).unsigned_abs())))
+    }
+
+    fn read_state(
+        &self,
+        conn: &Connection,
+        key: &SessionKey,
+        sql: &str,
+        args: &[&dyn rusqlite::ToSql],
+        what: &str,
+    ) -> Result<Option<Map<String, Value>>, SessionStoreError> {
+        let op = || format!("reading the {what} state of session {key}");
+        let text: Option<Option<String>> = conn
+            .query_row(sql, args, |row| row.get(0))
+            .optional()
+            .map_err(self.sqlite_error(op))?;
+        match text.flatten() {
+            None => Ok(None),
+            Some(text) => serde_json::from_str(&text).map(Some).map_err(|source| {
+                SessionStoreError::CorruptState {
+                    path: self.inner.path.clone(),
+                    key: key.clone(),
+                    source,
+                }
+            }),
+        }
+    }
+
+    /// Loads a session with its whole history, as ADK's `get_session` would (one read
+    /// transaction).
+    pub fn get_session(&self, key: &SessionKey) -> Result<Session, SessionStoreError> {
+        let op = || format!("loading session {key}");
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(self.sqlite_error(op))?;
+        let Some(revision) = self.read_revision(&tx, key)? else {
+            return Err(self.not_found(key));
+        };
+        let session_state = self
+            .read_state(
+                &tx,
+                key,
+                "SELECT state FROM sessions WHERE app_name = ?1 AND user_id = ?2 AND id = ?3",
+                &[&key.app_name, &key.user_id, &key.session_id],
+                "session",
+            )?
+            .unwrap_or_default();
+        let app_state = self.read_state(
+            &tx,
+            key,
+            "SELECT state FROM app_states WHERE app_name = ?1",
+            &[&key.app_name],
+            "app",
+        )?;
+        let user_state = self.read_state(
+            &tx,
+            key,
+            "SELECT state FROM user_states WHERE app_name = ?1 AND user_id = ?2",
+            &[&key.app_name, &key.user_id],
+            "user",
+        )?;
+        // ADK's `_merge_state`: session keys, then `app:` and `user:` prefixed ones.
+        let mut state = session_state;
+        for (k, v) in app_state.unwrap_or_default() {
+            state.insert(format!("app:{k}"), v);
+        }
+        for (k, v) in user_state.unwrap_or_default() {
+            state.insert(format!("user:{k}"), v);
+        }
+        let order = match self.inner.flavor {
+            AdkFlavor::Database => "timestamp ASC, id ASC",
+            AdkFlavor::Sqlite => "timestamp ASC, rowid ASC",
+        };
+        let sql = format!(
+            "SELECT id, invocation_id, timestamp, event_data FROM events \
+             WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3 ORDER BY {order}"
+        );
+        let events_op = || format!("reading the events of session {key}");
+        let mut stmt = tx.prepare(&sql).map_err(self.sqlite_error(events_op))?;
+        let mut rows = stmt
+            .query(params![key.app_name, key.user_id, key.session_id])
+            .map_err(self.sqlite_error(events_op))?;
+        let mut events = Vec::new();
+        while let Some(row) = rows.next().map_err(self.sqlite_error(events_op))? {
+            let id: String = row.get(0).map_err(self.sqlite_error(events_op))?;
+            let invocation: String = row.get(1).map_err(self.sqlite_error(events_op))?;
+            let ts = row.get_ref(2).map_err(self.sqlite_error(events_op))?;
+            let column_ts = schema::column_seconds(ts);
+            let data: Option<String> = row.get(3).map_err(self.sqlite_error(events_op))?;
+            events.push(self.parse_event(key, events.len(), id, invocation, column_ts, data)?);
+        }
+        drop(rows);
+        drop(stmt);
+        tx.commit().map_err(self.sqlite_error(op))?;
+        Ok(Session {
+            key: key.clone(),
+            state,
+            events,
+            revision,
+        })
+    }
+
+    /// Rebuilds an event as ADK's `StorageEvent.to_event` does: the JSON, with `id` and
+    /// `invocation_id` from their columns and the JSON `timestamp` winning over the column.
+    fn parse_event(
+        &self,
+        key: &SessionKey,
+        index: usize,
+        id: String,
+        invocation: String,
+        column_ts: Result<f64, String>,
+        data: Option<String>,
+    ) -> Result<Event, SessionStoreError> {
+        let corrupt = |source: serde_json::Error, id: &str| SessionStoreError::CorruptEvent {
+            path: self.inner.path.clone(),
+            key: Box::new(key.clone()),
+            revision: index as u64 + 1,
+            event_id: id.to_owned(),
+            source,
+        };
+        let mut map: Map<String, Value> = match data.as_deref() {
+            None => Map::new(),
+            Some(text) => serde_json::from_str(text).map_err(|e| corrupt(e, &id))?,
+        };
+        if !map.contains_key("timestamp") {
+            let seconds = column_ts.map_err(|v| self.bad_time(key, "events", "timestamp", v))?;
+            map.insert("timestamp".to_owned(), Value::from(seconds));
+        }
+        map.entry("author").or_insert_with(|| Value::from(""));
+        map.remove("invocationId");
+        map.insert("invocation_id".to_owned(), Value::from(invocation));
+        map.insert("id".to_owned(), Value::from(id.clone()));
+        serde_json::from_value(Value::Object(map)).map_err(|e| corrupt(e, &id))
+    }
+
+    /// Refuses an event ADK would not load, or whose effects ADK applies but this store does
+    /// not (state deltas).
+    fn check_event(&self, key: &SessionKey, event: &Event) -> Result<(), SessionStoreError> {
+        let refuse = |reason: String| SessionStoreError::AdkUnsupportedEvent {
+            path: self.inner.path.clone(),
+            key: Box::new(key.clone()),
+            event_id: event.id.clone(),
+            reason,
+        };
+        if event.id.is_empty() || event.invocation_id.is_empty() {
+            return Err(refuse(
+                "an ADK event needs a non-empty id and invocation_id".into(),
+            ));
+        }
+        if event.is_partial() {
+            return Err(refuse("ADK never stores partial events".into()));
+        }
+        for (k, v) in &event.actions.extra {
+            let name = snake(k);
+            if !ADK_ACTION_KEYS.contains(&name.as_str()) {
+                return Err(refuse(format!(
+                    "actions.{k} is not an ADK 2.13 EventActions field; ADK would refuse to \
+                     load the whole session (put engine data in custom_metadata)"
+                )));
+            }
+            let empty = v.is_null() || v.as_object().is_some_and(Map::is_empty);
+            if name == "state_delta" && !empty {
+                return Err(refuse(
+                    "a non-empty actions.state_delta: this store does not apply state deltas"
+                        .into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends `event` if the session's `update_time` is still `expected` (microseconds),
+    /// then sets `update_time` to the event's timestamp, all in one `BEGIN IMMEDIATE`
+    /// transaction. Returns the new revision. The event's timestamp must be later than the
+    /// stored `update_time`, or ADK could not see that the session moved on.
+    pub fn append_event(
+        &self,
+        key: &SessionKey,
+        expected: Revision,
+        event: &Event,
+    ) -> Result<Revision, SessionStoreError> {
+        self.check_event(key, event)?;
+        let op = || format!("appending event {:?} to session {key}", event.id);
+        let seconds = event.timestamp.seconds();
+        let new_micros = schema::seconds_to_micros(seconds).ok_or_else(|| {
+            SessionStoreError::AdkUnsupportedEvent {
+                path: self.inner.path.clone(),
+                key: Box::new(key.clone()),
+                event_id: event.id.clone(),
+                reason: format!("timestamp {seconds} is out of range"),
+            }
+        })?;
+        let body = serde_json::to_string(event).map_err(|source| SessionStoreError::Serialize {
+            path: self.inner.path.clone(),
+            key: Box::new(key.clone()),
+            what: format!("event {:?}", event.id),
+            source,
+        })?;
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(self.sqlite_error(op))?;
+        let Some(actual) = self.read_revision(&tx, key)? else {
+            return Err(self.not_found(key));
+        };
+        if actual != expected {
+            return Err(SessionStoreError::Stale {
+                path: self.inner.path.clone(),
+                key: key.clone(),
+                expected,
+                actual,
+            });
+        }
+        if new_micros <= 0 || new_micros.unsigned_abs() <= actual.0 {
+            return Err(SessionStoreError::AdkUnsupportedEvent {
+                path: self.inner.path.clone(),
+                key: Box::new(key.clone()),
+                event_id: event.id.clone(),
+                reason: format!(
+                    "its timestamp ({} µs) is not after the session's update_time ({} µs); \
+                     ADK would not see that the session moved on",
+                    new_micros, actual.0
+                ),
+            });
+        }
+        let time = self.time_value(new_micros, seconds);
+        let inserted = tx.execute(
+            "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, event_data) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                event.id,
+                key.app_name,
+                key.user_id,
+                key.session_id,
+                event.invocation_id,
+                time,
+                body
+            ],
+        );
+        match inserted {
+            Ok(_) => {}
+            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
+                return Err(SessionStoreError::DuplicateEvent {
+                    path: self.inner.path.clone(),
+                    key: key.clone(),
+                    event_id: event.id.clone(),
+                });
+            }
+            Err(e) => return Err(self.sqlite_error(op)(e)),
+        }
+        tx.execute(
+            "UPDATE sessions SET update_time = ?1 WHERE app_name = ?2 AND user_id = ?3 AND id = ?4",
+            params![time, key.app_name, key.user_id, key.session_id],
+        )
+        .map_err(self.sqlite_error(op))?;
+        tx.commit().map_err(self.sqlite_error(op))?;
+        Ok(Revision(new_micros.unsigned_abs()))
+    }
+
+    /// Runs `call` with a clone of the store on tokio's blocking pool.
+    async fn blocking<T, F>(&self, call: F) -> Result<T, SessionStoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&AdkStore) -> Result<T, SessionStoreError> + Send + 'static,
+    {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || call(&store))
+            .await
+            .map_err(|e| SessionStoreError::Task {
+                path: self.inner.path.clone(),
+                operation: "running an ADK store call".to_owned(),
+                message: e.to_string(),
+            })?
+    }
+}
+
+#[async_trait]
+impl SessionStore for AdkStore {
+    async fn load(&self, key: &SessionKey) -> Result<Session, StoreError> {
+        let key = key.clone();
+        Ok(self.blocking(move |s| s.get_session(&key)).await?)
+    }
+
+    async fn append(
+        &self,
+        key: &SessionKey,
+        expected: Revision,
+        event: Event,
+    ) -> Result<Revision, StoreError> {
+        let key = key.clone();
+        Ok(self
+            .blocking(move |s| s.append_event(&key, expected, &event))
+            .await?)
+    }
+}
