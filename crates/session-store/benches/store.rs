@@ -134,6 +134,32 @@ fn append_latency_distribution(dir: &tempfile::TempDir) {
     }
 }
 
+/// Medians of `load_context` per size, timed round-robin (one call per size per round) so
+/// that the machine's load drifts equally over every size.
+#[allow(clippy::print_stdout)]
+fn load_context_interleaved(store: &SqliteStore) {
+    let keys: Vec<SessionKey> = SIZES
+        .iter()
+        .map(|size| SessionKey::new("bench", "u", format!("s{size}")))
+        .collect();
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(2_000); SIZES.len()];
+    for round in 0..2_200 {
+        for (i, key) in keys.iter().enumerate() {
+            let start = Instant::now();
+            black_box(store.load_context(key).expect("context"));
+            if round >= 200 {
+                samples[i].push(start.elapsed());
+            }
+        }
+    }
+    for (size, mut s) in SIZES.iter().zip(samples) {
+        s.sort_unstable();
+        let median = s[s.len() / 2];
+        let p95 = s[(s.len() - 1) * 95 / 100];
+        println!("load_context interleaved s{size}: median {median:?}, p95 {p95:?}");
+    }
+}
+
 #[allow(clippy::print_stdout)]
 fn benches(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -169,6 +195,8 @@ fn benches(c: &mut Criterion) {
         let stored = fill(&store, &key, size);
         println!("load_context fixture s{size}: {stored} events");
     }
+
+    load_context_interleaved(&store);
 
     let mut group = c.benchmark_group("header");
     let key = SessionKey::new("bench", "u", "s100000");
