@@ -104,6 +104,16 @@ pub fn build_summarizer(
     })
 }
 
+/// [`build_summarizer`] with the process environment; logs the choice.
+pub fn build_summarizer_from_env(
+    settings: &EffectiveSettings,
+    config: &SummarizerConfig,
+) -> Result<Selected, FactoryError> {
+    let selected = build_summarizer(settings, config, |name| std::env::var(name).ok())?;
+    tracing::info!(reason = %selected.reason, "summarizer selected");
+    Ok(selected)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -64,6 +64,6 @@ pub use citation::{Citation, CitationKind};
 pub use compaction_core::Summarizer;
 pub use config::{AdapterChoice, ConfigError, SummarizerConfig};
 pub use error::SummarizerError;
-pub use factory::{FactoryError, Selected, build_summarizer};
+pub use factory::{FactoryError, Selected, build_summarizer, build_summarizer_from_env};
 pub use ledger::{CARRIED_FORWARD_HEADING, CitationLedger, WithCitationLedger};
 pub use offline::OfflineSummarizer;

@@ -354,3 +354,68 @@ impl Summarizer for OfflineSummarizer {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(previous: &str, turns: Vec<TurnDigest>) -> SummaryRequest {
+        SummaryRequest {
+            model: String::new(),
+            prompt: String::new(),
+            previous_summary: Some(previous.to_owned()),
+            new_turns_text: String::new(),
+            turns,
+        }
+    }
+
+    #[test]
+    fn another_summarizers_summary_becomes_the_earlier_summary_topic() {
+        let previous = "## Comprehensive Conversation Summary\n\
+            The user studies sodium-ion cathodes.\n\
+            ## Key findings\n\
+            - Prussian white delivers 150 mAh/g (Wang et al., 2015).\n\
+            ## Cited Sources\n\
+            - Wang, L. et al. Rhombohedral Prussian White. JACS (2015). doi:10.1021/jacs.5b00021";
+        let turn = TurnDigest {
+            invocation_id: "inv-9".into(),
+            user: "And hard carbon anodes?".into(),
+            assistant: "Hard carbon stores about 300 mAh/g at 0.1 C.".into(),
+            tool_outputs: Vec::new(),
+        };
+        let text = OfflineSummarizer::new(8000).consolidate(&request(previous, vec![turn]));
+        assert_eq!(
+            text,
+            "## Comprehensive Conversation Summary\n\n\
+             ### Earlier summary\n\
+             The user studies sodium-ion cathodes.\n\
+             **Key findings**\n\
+             - Prussian white delivers 150 mAh/g (Wang et al., 2015).\n\n\
+             ### Q: And hard carbon anodes?\n\
+             - Hard carbon stores about 300 mAh/g at 0.1 C.\n\n\
+             ## Cited Sources\n\
+             - Wang, L. et al. Rhombohedral Prussian White. JACS (2015). doi:10.1021/jacs.5b00021"
+        );
+    }
+
+    #[test]
+    fn rolling_an_offline_summary_keeps_its_topics_once() {
+        let turn = |q: &str| TurnDigest {
+            invocation_id: q.into(),
+            user: q.into(),
+            assistant: format!("The answer to {q} is 42 %."),
+            tool_outputs: Vec::new(),
+        };
+        let offline = OfflineSummarizer::new(8000);
+        let first = offline.consolidate(&SummaryRequest {
+            previous_summary: None,
+            ..request("", vec![turn("first question")])
+        });
+        let second = offline.consolidate(&request(&first, vec![turn("second question")]));
+        let third = offline.consolidate(&request(&second, vec![turn("third question")]));
+        assert_eq!(third.matches(TITLE).count(), 1);
+        assert_eq!(third.matches("### Q: first question").count(), 1);
+        assert!(third.find("first question") < third.find("third question"));
+        assert!(!third.contains("Earlier summary"));
+    }
+}
