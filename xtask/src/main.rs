@@ -4,11 +4,13 @@
 //! - `verify`: fmt, clippy (warnings denied), every test (unit, integration, doc), the purity
 //!   check on compaction-core, and the offline decision-quality evaluation.
 //! - `purity`: only the purity check.
+//! - `adk-interop`: the `compaction` binary against real Google ADK (Python venv, pinned ADK).
 //! - `eval-decision [--cases FILE] [--adapter NAME]`: decision-quality figures per split.
 
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+mod adk;
 mod eval;
 mod purity;
 
@@ -58,6 +60,10 @@ fn steps() -> Vec<Step> {
         Step {
             name: "test",
             run: || cargo(&["test", "--workspace", "--all-features", "--quiet"]),
+        },
+        Step {
+            name: "adk-interop",
+            run: adk::interop,
         },
     ]
 }
@@ -111,8 +117,15 @@ fn main() -> ExitCode {
             }
         },
         Some("eval-decision") => eval::eval_decision(&args[1..]),
+        Some("adk-interop") => match adk::interop() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("adk-interop FAILED: {e}");
+                ExitCode::FAILURE
+            }
+        },
         _ => {
-            eprintln!("usage: cargo xtask <verify|purity|eval-decision>");
+            eprintln!("usage: cargo xtask <verify|purity|eval-decision|adk-interop>");
             ExitCode::from(2)
         }
     }
