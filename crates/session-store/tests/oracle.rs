@@ -8,12 +8,13 @@ mod common;
 use common::{history, key, temp_store};
 use compaction_core::{Revision, assemble_context, gate_input};
 use proptest::prelude::*;
-use session_store::Durability;
+use session_store::{Durability, SessionStoreError};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// After every append: the revision is the number of events, the header equals
+    /// After every append: a stale append is refused, the revision is the number of events
+    /// (gap-free), the header equals
     /// `gate_input` of the history so far, and `load_context` equals `assemble_context`.
     /// At the end the stored history is the appended one, event for event.
     #[test]
@@ -23,6 +24,15 @@ proptest! {
         store.create_session(&key, Default::default()).unwrap();
         let mut revision = Revision(0);
         for (i, event) in events.iter().enumerate() {
+            if i > 0 {
+                // A writer that read an older revision is refused and writes nothing.
+                let stale = store.append_event(&key, Revision(revision.0 - 1), event);
+                let refused = matches!(
+                    stale,
+                    Err(SessionStoreError::Stale { actual, .. }) if actual == revision
+                );
+                prop_assert!(refused, "{:?}", stale);
+            }
             revision = store.append_event(&key, revision, event).unwrap();
             prop_assert_eq!(revision, Revision(i as u64 + 1));
             let prefix = &events[..=i];
