@@ -238,12 +238,15 @@ fn flag(b: bool) -> f64 {
     if b { 1.0 } else { 0.0 }
 }
 
-fn any_cue(padded: &str, cues: &[&str]) -> bool {
+/// True when one of `cues` occurs in `padded` on word bounds. `words` (the message's words)
+/// lets most cues be rejected by their first word without a substring search.
+fn any_cue(padded: &str, words: &WordSet<'_>, cues: &[&str]) -> bool {
     cues.iter().any(|cue| {
-        // Cues are written with words and single spaces; match them padded on word bounds.
-        padded
-            .match_indices(cue)
-            .any(|(i, _)| padded[..i].ends_with(' ') && padded[i + cue.len()..].starts_with(' '))
+        let first = cue.split(' ').next().unwrap_or(cue);
+        words.contains(first)
+            && padded.match_indices(cue).any(|(i, _)| {
+                padded[..i].ends_with(' ') && padded[i + cue.len()..].starts_with(' ')
+            })
     })
 }
 
@@ -276,6 +279,7 @@ impl Features {
         let user_words = content_words(&user);
         let reply_words = content_words(&assistant);
         let padded_user = padded(&user);
+        let user_all_words: WordSet<'_> = words(&user).collect();
         let first = words(&user).next().unwrap_or_default();
         Features {
             novelty_earlier: novelty(&user_words, &earlier_words),
@@ -285,10 +289,10 @@ impl Features {
             user_asks: user.contains('?'),
             answer_opening: ANSWER_OPENERS.contains(&first),
             user_length: (user_words.len() as f64).ln_1p(),
-            stuck_cue: any_cue(&padded_user, STUCK_CUES),
-            drill_cue: any_cue(&padded_user, DRILL_CUES),
-            pivot_cue: any_cue(&padded_user, PIVOT_CUES),
-            closure_cue: any_cue(&padded_user, CLOSURE_CUES),
+            stuck_cue: any_cue(&padded_user, &user_all_words, STUCK_CUES),
+            drill_cue: any_cue(&padded_user, &user_all_words, DRILL_CUES),
+            pivot_cue: any_cue(&padded_user, &user_all_words, PIVOT_CUES),
+            closure_cue: any_cue(&padded_user, &user_all_words, CLOSURE_CUES),
         }
     }
 

@@ -65,7 +65,7 @@ pub fn pairs(text: &str) -> Vec<Pair> {
     out
 }
 
-/// Function words and chit-chat fillers that carry no topic. Sorted for binary search.
+/// Function words and chit-chat fillers that carry no topic, sorted.
 const STOPWORDS: &[&str] = &[
     "a",
     "about",
@@ -225,13 +225,19 @@ const STOPWORDS: &[&str] = &[
     "yourselves",
 ];
 
+static STOPWORD_SET: std::sync::LazyLock<WordSet<'static>> =
+    std::sync::LazyLock::new(|| STOPWORDS.iter().copied().collect());
+
 /// True for a stopword.
 pub fn is_stopword(word: &str) -> bool {
-    STOPWORDS.binary_search(&word).is_ok()
+    STOPWORD_SET.contains(word)
 }
 
 /// The text lower-cased, with typographic apostrophes made plain: the form [`words`] reads.
 pub fn normalize(text: &str) -> String {
+    if text.is_ascii() {
+        return text.to_ascii_lowercase();
+    }
     let mut out = text.to_lowercase();
     if out.contains('’') {
         out = out.replace('’', "'");
