@@ -15,6 +15,10 @@ use std::process::Command;
 /// What the venv must hold. Changing it rebuilds the venv.
 const REQUIREMENTS: &[&str] = &["google-adk==2.13.0", "sqlalchemy[asyncio]", "aiosqlite"];
 
+/// Exits 0 only when the venv's ADK is the pinned one.
+const ADK_VERSION_CHECK: &str =
+    "import importlib.metadata as m, sys; sys.exit(m.version('google-adk') != '2.13.0')";
+
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -58,7 +62,13 @@ fn ensure_venv(venv: &Path) -> Result<PathBuf, String> {
     let marker = venv.join(".adk-interop-requirements");
     let wanted = REQUIREMENTS.join("\n");
     let python = venv_python(venv);
-    if python.exists() && std::fs::read_to_string(&marker).is_ok_and(|m| m == wanted) {
+    if python.exists()
+        && std::fs::read_to_string(&marker).is_ok_and(|m| m == wanted)
+        && Command::new(&python)
+            .args(["-c", ADK_VERSION_CHECK])
+            .status()
+            .is_ok_and(|s| s.success())
+    {
         eprintln!("adk-interop: reusing {}", venv.display());
         return Ok(python);
     }
