@@ -331,3 +331,12 @@ fn undecodable_state_is_a_typed_error() {
         "{err}"
     );
 }
+
+#[test]
+fn a_path_in_a_missing_directory_is_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no-such-dir").join("sessions.db");
+    let err = SqliteStore::open(&path).unwrap_err();
+    assert!(matches!(err, SessionStoreError::Sqlite { .. }), "{err:?}");
+    assert!(err.to_string().contains("no-such-dir"), "{err}");
+}
