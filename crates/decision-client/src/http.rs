@@ -183,7 +183,7 @@ impl JsonClient {
             code => Err(HttpError::Status {
                 url: url_owned,
                 status: code,
-                body: text.chars().take(300).collect(),
+                body: redacted(&text, key).chars().take(300).collect(),
             }),
         }
     }
@@ -201,6 +201,15 @@ impl JsonClient {
                 reason: e.to_string(),
             }
         }
+    }
+}
+
+/// `text` with every occurrence of the key replaced, for a host that echoes request headers
+/// back in an error body.
+fn redacted(text: &str, key: Option<&ApiKey>) -> String {
+    match key {
+        Some(k) if !k.expose().is_empty() => text.replace(k.expose(), "<redacted>"),
+        _ => text.to_owned(),
     }
 }
 

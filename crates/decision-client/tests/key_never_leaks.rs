@@ -29,7 +29,9 @@ fn failures_and_successes(chat: bool) -> Vec<ResponseTemplate> {
     let mut all = vec![
         ResponseTemplate::new(401).set_body_string("invalid key"),
         ResponseTemplate::new(429).insert_header("retry-after", "3"),
-        ResponseTemplate::new(500).set_body_string("boom"),
+        // A host that echoes the request's headers into its error body.
+        ResponseTemplate::new(500)
+            .set_body_string(format!("boom; you sent Authorization: Bearer {SECRET}")),
         ResponseTemplate::new(200).set_body_string("not json"),
     ];
     if chat {
