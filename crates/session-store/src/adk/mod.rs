@@ -11,6 +11,32 @@
 //!
 //! Facts were read from google-adk 2.13.0 and are checked against it by
 //! `cargo xtask adk-interop`, which drives real ADK services around the `compaction` binary.
+//!
+//! # ADK's rules this module follows (google-adk 2.13.0)
+//! - **Stale detection.** `DatabaseSessionService` compares the exact stored `update_time`
+//!   (to the microsecond) with the marker it read; `SqliteSessionService` raises
+//!   `StaleSessionError` only when the stored REAL is *greater* than the one it read. So an
+//!   append here sets `update_time` to the event's timestamp and refuses an event that is not
+//!   strictly later than the stored `update_time` (a compaction is stamped "now").
+//! - **Event shape.** `Event` ignores unknown top-level keys (they would be silently lost);
+//!   `EventActions` and `EventCompaction` forbid them (the whole session would fail to load).
+//!   Appends with an unknown `actions` key, a non-empty `state_delta` (ADK would merge it into
+//!   the state; this store does not) or a partial event are refused.
+//! - **State rows.** `DatabaseSessionService` requires the `app_states` / `user_states` rows
+//!   on append; [`AdkStore::create_session`] writes them. `SqliteSessionService` neither
+//!   writes nor needs them.
+//! - **Order and time.** Events load by `timestamp`, ties broken by `id`
+//!   (`DatabaseSessionService`) or insertion order (`SqliteSessionService`); the JSON
+//!   `timestamp` wins over the column.
+//!
+//! # Cost
+//! An ADK file has no gate header, so the port's `gate_snapshot` and `load_live_tail` use the
+//! default (load the whole session), as ADK itself does on every turn.
+//!
+//! # Known difference
+//! ADK's prompt builder keeps *every* non-subsumed compaction (two partially overlapping
+//! summaries both survive); compaction-core keeps one live summary. They agree on the rolling
+//! consolidations the engine writes, where each summary contains the previous one.
 
 mod detect;
 mod schema;
