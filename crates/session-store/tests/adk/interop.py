@@ -37,8 +37,8 @@ from pathlib import Path
 
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.events.event import Event
-from google.adk.events.event_actions import EventActions
 from google.adk.flows.llm_flows.context._contents import _get_contents
+from google.adk.sessions._rewind_utils import rewind_session
 from google.adk.sessions.database_session_service import DatabaseSessionService
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
@@ -261,9 +261,23 @@ async def interop(label: str, service, db: Path, binary: str, config: Path) -> N
     for i in range(1, TURNS + 1):
         for event in turn_events(i, t0):
             await service.append_event(session, event)
+    # A turn the user then rewinds with ADK's own rewind: neither ADK's prompt nor the Rust
+    # engine may count it.
+    rewound = TURNS + 1
+    for event in turn_events(rewound, t0):
+        event.id = f"rewound-{event.id}"
+        event.invocation_id = "inv-rewound"
+        await service.append_event(session, event)
+    await rewind_session(
+        session_service=service, session=session, rewind_before_invocation_id="inv-rewound"
+    )
 
     before = await service.get_session(app_name=APP, user_id=USER, session_id=SESSION)
     check(len(before.events) == len(session.events), f"[{label}] ADK reloads every event")
+    check(
+        before.events[-1].actions.rewind_before_invocation_id == "inv-rewound",
+        f"[{label}] the session ends with ADK's rewind event",
+    )
     scoped_before = [e.model_dump(mode="json") for e in before.events if e.isolation_scope]
     scoped_view_before = dump(
         _get_contents(None, before.events, "search_agent", isolation_scope="fc-1")
@@ -352,6 +366,10 @@ async def interop(label: str, service, db: Path, binary: str, config: Path) -> N
             not any(user_text(i) in t or answer_text(i) in t for t in all_texts),
             f"[{label}] covered turn {i} is gone from the prompt",
         )
+    check(
+        not any(user_text(rewound) in t for t in all_texts + [summary]),
+        f"[{label}] the rewound turn is neither in the prompt nor in the summary",
+    )
     expected_tail = []
     for i in range(TURNS - RETAINED + 1, TURNS + 1):
         expected_tail += [user_text(i), answer_text(i)]
@@ -390,7 +408,7 @@ async def interop(label: str, service, db: Path, binary: str, config: Path) -> N
     else:
         raise Failure(f"[{label}] a session loaded before the Rust write did not go stale")
 
-    nxt = TURNS + 1
+    nxt = TURNS + 2
     for e in turn_events(nxt, time.time() + 1.0 - nxt * 10.0):
         await service.append_event(after, e)
     final = await service.get_session(app_name=APP, user_id=USER, session_id=SESSION)
