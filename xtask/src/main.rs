@@ -7,6 +7,8 @@
 //! - `adk-interop`: the `compaction` binary against real Google ADK (Python venv, pinned ADK).
 //! - `eval-decision [--cases FILE] [--adapter NAME]`: decision-quality figures per split.
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 

@@ -15,9 +15,16 @@ pub(crate) fn key() -> SessionKey {
 
 /// Appends `n` completed conversational turns (`q{i}` / `a{i}`), the last answer reporting
 /// `tokens` coordinator prompt tokens.
-pub(crate) fn add_turns(f: &mut EventFactory, events: &mut Vec<Event>, from: usize, n: usize, tokens: u64) {
+pub(crate) fn add_turns(
+    f: &mut EventFactory,
+    events: &mut Vec<Event>,
+    from: usize,
+    n: usize,
+    tokens: u64,
+) {
     for i in from..from + n {
-        let mut turn = f.conversational_turn(&format!("inv{i}"), &format!("q{i}"), &format!("a{i}"));
+        let mut turn =
+            f.conversational_turn(&format!("inv{i}"), &format!("q{i}"), &format!("a{i}"));
         turn[1] = turn[1].clone().with_prompt_tokens(tokens);
         events.extend(turn);
     }
@@ -41,7 +48,11 @@ pub(crate) struct Harness {
 }
 
 impl Harness {
-    pub(crate) fn new(settings: Settings, decision: ScriptedDecisionModel, summarizer: RecordingSummarizer) -> Harness {
+    pub(crate) fn new(
+        settings: Settings,
+        decision: ScriptedDecisionModel,
+        summarizer: RecordingSummarizer,
+    ) -> Harness {
         let decision = Arc::new(decision);
         let summarizer = Arc::new(summarizer);
         let store = Arc::new(InMemoryStore::new());
@@ -68,7 +79,11 @@ impl Harness {
 
     /// Defaults with a decision model that always answers `p`.
     pub(crate) fn answering(p: f64) -> Harness {
-        Harness::new(Settings::default(), ScriptedDecisionModel::constant(p), RecordingSummarizer::new())
+        Harness::new(
+            Settings::default(),
+            ScriptedDecisionModel::constant(p),
+            RecordingSummarizer::new(),
+        )
     }
 
     /// Stores `session` and runs one evaluation.

@@ -4,11 +4,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use compaction_core::testing::{
-    EventFactory, InMemoryStore, RecordingSummarizer, ScriptedDecisionModel, SequentialIds, SteppingClock,
+    EventFactory, InMemoryStore, RecordingSummarizer, ScriptedDecisionModel, SequentialIds,
+    SteppingClock,
 };
 use compaction_core::{
-    CharsPerToken, ContextEntry, Engine, Event, GateDecision, GateInput, Outcome, Session, Settings,
-    TokenEstimator, assemble_context, completed_turns, coordinator_view, envelope_gate, extract_decision_state,
+    CharsPerToken, ContextEntry, Engine, Event, GateDecision, GateInput, Outcome, Session,
+    Settings, TokenEstimator, assemble_context, completed_turns, coordinator_view, envelope_gate,
+    extract_decision_state,
 };
 use proptest::prelude::*;
 use serde_json::Map;
@@ -45,19 +47,27 @@ fn step() -> impl Strategy<Value = Step> {
 }
 
 fn settings() -> impl Strategy<Value = Settings> {
-    (0i64..4, 0i64..7, 0i64..40_000, 40_000i64..160_000).prop_map(|(k, min, floor, ceiling)| Settings {
-        adaptive_compaction_retention_turns: k,
-        adaptive_compaction_min_turns: min,
-        adaptive_compaction_token_floor: floor,
-        adaptive_compaction_token_ceiling: ceiling,
-        ..Settings::default()
+    (0i64..4, 0i64..7, 0i64..40_000, 40_000i64..160_000).prop_map(|(k, min, floor, ceiling)| {
+        Settings {
+            adaptive_compaction_retention_turns: k,
+            adaptive_compaction_min_turns: min,
+            adaptive_compaction_token_floor: floor,
+            adaptive_compaction_token_ceiling: ceiling,
+            ..Settings::default()
+        }
     })
 }
 
 /// Every scoped event carries this marker; unscoped text never does.
 const SCOPED: &str = "SCOPED-PAYLOAD";
 
-fn apply(f: &mut EventFactory, events: &mut Vec<Event>, invocations: &mut Vec<String>, i: usize, step: &Step) {
+fn apply(
+    f: &mut EventFactory,
+    events: &mut Vec<Event>,
+    invocations: &mut Vec<String>,
+    i: usize,
+    step: &Step,
+) {
     let inv = format!("inv{i}");
     let q = format!("question {i}");
     match step {
@@ -66,19 +76,35 @@ fn apply(f: &mut EventFactory, events: &mut Vec<Event>, invocations: &mut Vec<St
             turn[1] = turn[1].clone().with_prompt_tokens(*tokens);
             events.extend(turn);
         }
-        Step::Research { tokens, scoped_tokens } => {
+        Step::Research {
+            tokens,
+            scoped_tokens,
+        } => {
             let scope = format!("search_pipeline:fc{i}");
             events.push(f.user(&inv, &q));
             events.push(f.function_call(&inv, "search_library"));
-            events.push(f.user(&inv, &format!("{SCOPED} sub-query {i}")).with_scope(scope.clone()));
+            events.push(
+                f.user(&inv, &format!("{SCOPED} sub-query {i}"))
+                    .with_scope(scope.clone()),
+            );
             events.push(
                 f.model(&inv, &format!("{SCOPED} ReAct {i}"))
                     .with_scope(scope.clone())
                     .with_prompt_tokens(*scoped_tokens),
             );
-            events.push(f.function_response(&inv, "retrieve", &format!("{SCOPED} chunk {i}")).with_scope(scope));
-            events.push(f.function_response(&inv, "search_library", &format!("synthesis {i}\n# Cited Sources\n1. Ref {i}")));
-            events.push(f.model(&inv, &format!("findings {i}")).with_prompt_tokens(*tokens));
+            events.push(
+                f.function_response(&inv, "retrieve", &format!("{SCOPED} chunk {i}"))
+                    .with_scope(scope),
+            );
+            events.push(f.function_response(
+                &inv,
+                "search_library",
+                &format!("synthesis {i}\n# Cited Sources\n1. Ref {i}"),
+            ));
+            events.push(
+                f.model(&inv, &format!("findings {i}"))
+                    .with_prompt_tokens(*tokens),
+            );
         }
         Step::ToolOnly => {
             events.push(f.user(&inv, &q));
@@ -124,7 +150,9 @@ fn replay(settings: Settings, steps: &[Step]) -> Result<(Session, Vec<String>), 
     .settings(settings)
     .build()
     .expect("valid");
-    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
     let mut f = EventFactory::new();
     let mut invocations = Vec::new();
     store.insert(Session::new(key()));
@@ -145,9 +173,17 @@ fn replay(settings: Settings, steps: &[Step]) -> Result<(Session, Vec<String>), 
             for turn in retained {
                 for event in &turn.events {
                     // Never in the slice…
-                    prop_assert!(event.timestamp > range.end_timestamp, "retained event {} was sliced", event.id);
+                    prop_assert!(
+                        event.timestamp > range.end_timestamp,
+                        "retained event {} was sliced",
+                        event.id
+                    );
                     // …and present verbatim in the next prompt.
-                    prop_assert!(verbatim.contains(event.id.as_str()), "retained event {} missing", event.id);
+                    prop_assert!(
+                        verbatim.contains(event.id.as_str()),
+                        "retained event {} missing",
+                        event.id
+                    );
                 }
             }
         }
