@@ -9,7 +9,7 @@
 //! (`choices[0].logprobs.content[0].top_logprobs: [{token, logprob}]`) and the legacy
 //! completions shape (`choices[0].logprobs.top_logprobs[0]: {token: logprob}`) are read.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use compaction_core::{AdapterError, DecisionAnswer, DecisionModel, ModelInfo, ProbeRequest};
@@ -118,26 +118,18 @@ impl ChatLogprobsJudge {
 
     /// Sends one probe and reads p, with the crate's typed error.
     pub async fn probe(&self, request: &ProbeRequest) -> Result<DecisionAnswer, DecisionError> {
-        let started = Instant::now();
         let body = self.chat_request(request);
-        let result = match self
-            .client
-            .post_json(&self.url, self.key.as_ref(), &body)
-            .await
-        {
-            Ok(response) => parse_answer(&self.url, &response.body),
-            Err(e) => Err(DecisionError::from(e)),
-        };
-        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-        match &result {
-            Ok(a) => {
-                tracing::debug!(url = %self.url, model = %body.model, latency_ms, p = a.probability, "chat judge answered")
-            }
-            Err(e) => {
-                tracing::debug!(url = %self.url, model = %body.model, latency_ms, error = %e, "chat judge failed")
-            }
-        }
-        result
+        let (url, key) = (&self.url, self.key.as_ref());
+        crate::exchange::post_and_parse(
+            &self.client,
+            url,
+            key,
+            &body,
+            &body.model,
+            "chat judge",
+            parse_answer,
+        )
+        .await
     }
 }
 

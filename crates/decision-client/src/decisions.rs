@@ -10,7 +10,7 @@
 //! `prompt_tokens`, `usage.output_tokens` / `completion_tokens`) are kept for telemetry.
 //! There are no retries: one call per probe inside the timeout; failing open is the engine's job.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use compaction_core::probe::QUESTION_ID;
@@ -67,25 +67,17 @@ impl DecisionsApi {
 
     /// Sends one probe and parses the answer, with the crate's typed error.
     pub async fn probe(&self, request: &ProbeRequest) -> Result<DecisionAnswer, DecisionError> {
-        let started = Instant::now();
-        let result = match self
-            .client
-            .post_json(&self.url, self.key.as_ref(), request)
-            .await
-        {
-            Ok(response) => parse_answer(&self.url, &response.body),
-            Err(e) => Err(DecisionError::from(e)),
-        };
-        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-        match &result {
-            Ok(a) => {
-                tracing::debug!(url = %self.url, model = %request.model, latency_ms, p = a.probability, "decisions api answered")
-            }
-            Err(e) => {
-                tracing::debug!(url = %self.url, model = %request.model, latency_ms, error = %e, "decisions api failed")
-            }
-        }
-        result
+        let (url, key) = (&self.url, self.key.as_ref());
+        crate::exchange::post_and_parse(
+            &self.client,
+            url,
+            key,
+            request,
+            &request.model,
+            "decisions api",
+            parse_answer,
+        )
+        .await
     }
 }
 

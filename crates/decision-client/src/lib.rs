@@ -58,6 +58,7 @@ pub mod config;
 pub mod decisions;
 pub mod error;
 pub mod eval;
+mod exchange;
 pub mod factory;
 pub mod http;
 pub mod offline;
