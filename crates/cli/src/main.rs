@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use compaction_core::{Engine, SessionKey, subsumed_compaction_ids};
+use compaction_core::{Engine, SessionKey};
 use session_store::{AdkStore, Layout, SqliteStore, detect_layout};
 use tracing_subscriber::Layer as _;
 
@@ -342,24 +342,19 @@ async fn replay_turns(
     let context = store
         .load_context(&key)
         .map_err(|e| CliError::Database(e.to_string()))?;
-    let session = store
-        .get_session(&key)
+    let compactions = store
+        .compaction_history(&key)
         .map_err(|e| CliError::Database(e.to_string()))?;
-    let compactions = session
-        .events
-        .iter()
-        .filter(|e| e.compaction().is_some())
-        .count();
     if !json {
         emit(&mut out, "\nFinal assembled context for the next turn:")?;
         emit(&mut out, render::context(&context, 400).trim_end())?;
         emit(&mut out, "\nCompaction history:")?;
         emit(
             &mut out,
-            render::compaction_history(&session.events, &subsumed_compaction_ids(&session.events))
-                .trim_end(),
+            render::compaction_history(&compactions).trim_end(),
         )?;
     }
+    let compactions = compactions.len();
     if last.is_some() {
         let (without, with) = replay
             .next_prompt_tokens()
@@ -454,31 +449,38 @@ fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
         target.session.clone(),
     );
     let database = |e: session_store::SessionStoreError| CliError::Database(e.to_string());
-    let (session, context) = match open_existing(&db)? {
-        ExistingStore::Native(store) => (
-            store.get_session(&key).map_err(database)?,
-            store.load_context(&key).map_err(database)?,
-        ),
+    // (events, revision, the view's compactions, the context)
+    let (events, revision, compactions, context) = match open_existing(&db)? {
+        ExistingStore::Native(store) => {
+            let header = store.header(&key).map_err(database)?;
+            (
+                header.revision.0,
+                header.revision,
+                store.compaction_history(&key).map_err(database)?,
+                store.load_context(&key).map_err(database)?,
+            )
+        }
         ExistingStore::Adk(store) => {
             let session = store.get_session(&key).map_err(database)?;
+            let compactions = compaction_core::compaction_history(&session.events);
             let context = compaction_core::assemble_context(&session.events);
-            (session, context)
+            (
+                session.events.len() as u64,
+                session.revision,
+                compactions,
+                context,
+            )
         }
     };
     let mut out = std::io::stdout().lock();
     emit(
         &mut out,
-        &format!(
-            "session {key}: {} events, revision {}",
-            session.events.len(),
-            session.revision
-        ),
+        &format!("session {key}: {events} events, revision {revision}"),
     )?;
     emit(&mut out, "\nCompaction history:")?;
     emit(
         &mut out,
-        render::compaction_history(&session.events, &subsumed_compaction_ids(&session.events))
-            .trim_end(),
+        render::compaction_history(&compactions).trim_end(),
     )?;
     emit(&mut out, "\nAssembled context for the next turn:")?;
     emit(&mut out, render::context(&context, usize::MAX).trim_end())

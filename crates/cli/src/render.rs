@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use compaction_core::{AssembledContext, ContextEntry, Event};
+use compaction_core::{AssembledContext, CompactionEntry, ContextEntry};
 
 use cli::replay::TurnRecord;
 
@@ -59,26 +59,16 @@ pub(crate) fn context(ctx: &AssembledContext, max_chars: usize) -> String {
     out
 }
 
-/// The compaction events of a history, oldest first, with whether each is subsumed.
-pub(crate) fn compaction_history(events: &[Event], subsumed: &[String]) -> String {
+/// A compaction history, oldest first, with whether each compaction is subsumed.
+pub(crate) fn compaction_history(entries: &[CompactionEntry]) -> String {
     let mut out = String::new();
-    for e in events.iter().filter(|e| e.compaction().is_some()) {
-        if let Some(c) = e.compaction() {
-            let state = if subsumed.contains(&e.id) {
-                "subsumed"
-            } else {
-                "live"
-            };
-            let _ = writeln!(
-                out,
-                "{}  [{} .. {}]  {}  {} chars",
-                e.id,
-                c.start_timestamp,
-                c.end_timestamp,
-                state,
-                c.summary_text().chars().count()
-            );
-        }
+    for e in entries {
+        let state = if e.subsumed { "subsumed" } else { "live" };
+        let _ = writeln!(
+            out,
+            "{}  [{} .. {}]  {}  {} chars",
+            e.event_id, e.start_timestamp, e.end_timestamp, state, e.summary_chars
+        );
     }
     if out.is_empty() {
         out.push_str("(no compaction yet)\n");

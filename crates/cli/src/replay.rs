@@ -76,7 +76,9 @@ pub struct Replay<S: ReplayStore> {
     ids: Arc<dyn IdGenerator>,
     key: SessionKey,
     revision: Revision,
-    research: Vec<Value>,
+    /// `RESEARCH_TURN_HISTORY` entries with the index of their turn, oldest first: only the
+    /// turns the live summary does not cover yet (the decision state reads no others).
+    research: Vec<(usize, Value)>,
     /// What each turn costs the coordinator's prompt, oldest first.
     turn_costs: Vec<u64>,
     /// The timestamp of each turn's last event, oldest first.
@@ -125,6 +127,12 @@ impl<S: ReplayStore> Replay<S> {
         self.turns += 1;
         let n = self.turns;
         let invocation = format!("inv-{n:04}-{}", self.ids.next_id());
+        let covered = self.live_coverage().await?;
+        // The decision state reads research findings only for turns after the live summary:
+        // older entries are dropped so that the state (written whole in each research turn's
+        // `state_delta`, as ADK does) stays as small as the live tail.
+        let covered_turns = covered.map_or(0, |c| c.turns);
+        self.research.retain(|(index, _)| *index >= covered_turns);
         let mut events = self.turn_events(turn, &invocation);
         let estimated: u64 = events
             .iter()
@@ -145,7 +153,7 @@ impl<S: ReplayStore> Replay<S> {
             }
         };
         self.previous_without = Some(without);
-        let with = self.with_compaction(without).await?;
+        let with = self.with_compaction(without, covered);
         if let Some(answer) = events.last_mut() {
             let usage = answer.usage_metadata.get_or_insert_with(Default::default);
             usage.prompt_token_count = Some(with);
@@ -185,27 +193,35 @@ impl<S: ReplayStore> Replay<S> {
         ))
     }
 
+    /// What the live summary stands in for: how many of the replayed turns it covers and its
+    /// estimated tokens; `None` before the first compaction.
+    async fn live_coverage(&self) -> Result<Option<Coverage>, ReplayError> {
+        let context = self.store.context(&self.key).await.map_err(ReplayError)?;
+        Ok(context.summary().map(|summary| Coverage {
+            turns: self
+                .turn_last_timestamps
+                .iter()
+                .filter(|ts| summary.compaction.covers(**ts))
+                .count(),
+            summary_tokens: CharsPerToken.estimate(&summary.compaction.summary_text()) as u64,
+        }))
+    }
+
     /// The prompt of a turn whose uncompacted prompt is `without` tokens, once the live
     /// summary stands in for the turns it covers: minus those turns' costs, plus the summary.
-    async fn with_compaction(&self, without: u64) -> Result<u64, ReplayError> {
-        let context = self.store.context(&self.key).await.map_err(ReplayError)?;
-        let Some(summary) = context.summary() else {
-            return Ok(without);
+    fn with_compaction(&self, without: u64, coverage: Option<Coverage>) -> u64 {
+        let Some(coverage) = coverage else {
+            return without;
         };
-        let covered_turns = self
-            .turn_last_timestamps
-            .iter()
-            .filter(|ts| summary.compaction.covers(**ts))
-            .count();
-        let covered: u64 = self.turn_costs.iter().take(covered_turns).sum();
-        let summary_tokens = CharsPerToken.estimate(&summary.compaction.summary_text()) as u64;
-        Ok(without.saturating_sub(covered) + summary_tokens)
+        let covered: u64 = self.turn_costs.iter().take(coverage.turns).sum();
+        without.saturating_sub(covered) + coverage.summary_tokens
     }
 
     /// Prompt tokens the next turn would start from: (without, with) compaction.
     pub async fn next_prompt_tokens(&self) -> Result<(u64, u64), ReplayError> {
         let without = self.previous_without.unwrap_or(0);
-        Ok((without, self.with_compaction(without).await?))
+        let coverage = self.live_coverage().await?;
+        Ok((without, self.with_compaction(without, coverage)))
     }
 
     /// The events of one transcript turn, timestamps from the clock.
@@ -266,18 +282,31 @@ impl<S: ReplayStore> Replay<S> {
         }
         let mut answer = next(COORDINATOR, Content::model_text(&turn.assistant));
         if let Some(findings) = &turn.findings_summary {
-            self.research.push(json!({
-                "invocation_id": invocation,
-                "conclude_output": { "findings_summary": findings },
-            }));
+            self.research.push((
+                self.turns - 1,
+                json!({
+                    "invocation_id": invocation,
+                    "conclude_output": { "findings_summary": findings },
+                }),
+            ));
+            let history: Vec<&Value> = self.research.iter().map(|(_, entry)| entry).collect();
             answer.actions.extra.insert(
                 "state_delta".into(),
-                json!({ RESEARCH_TURN_HISTORY: self.research.clone() }),
+                json!({ RESEARCH_TURN_HISTORY: history }),
             );
         }
         events.push(answer);
         events
     }
+}
+
+/// What the live summary stands in for.
+#[derive(Debug, Clone, Copy)]
+struct Coverage {
+    /// Replayed turns it covers (the oldest ones).
+    turns: usize,
+    /// Its estimated tokens.
+    summary_tokens: u64,
 }
 
 fn record(turn: usize, completed: usize, without: u64, with: u64, outcome: &Outcome) -> TurnRecord {

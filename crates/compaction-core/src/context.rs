@@ -51,6 +51,43 @@ pub fn subsumed_compaction_ids(events: &[Event]) -> Vec<String> {
         .collect()
 }
 
+/// One compaction of the coordinator view, as a compaction history lists it: its range, the
+/// size of its summary and whether another compaction subsumes it — without the summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionEntry {
+    /// Id of the compaction event.
+    pub event_id: String,
+    /// First covered timestamp.
+    pub start_timestamp: Timestamp,
+    /// Last covered timestamp.
+    pub end_timestamp: Timestamp,
+    /// Characters of the summary.
+    pub summary_chars: usize,
+    /// True when another compaction of the view subsumes this one.
+    pub subsumed: bool,
+}
+
+impl CompactionEntry {
+    /// The entry of a compaction event; `None` when `event` carries no compaction.
+    pub fn new(event: &Event, subsumed: bool) -> Option<Self> {
+        event.compaction().map(|c| CompactionEntry {
+            event_id: event.id.clone(),
+            start_timestamp: c.start_timestamp,
+            end_timestamp: c.end_timestamp,
+            summary_chars: c.summary_text().chars().count(),
+            subsumed,
+        })
+    }
+}
+
+/// The compactions of the coordinator view (rewinds applied), in append order.
+pub fn compaction_history(events: &[Event]) -> Vec<CompactionEntry> {
+    let view = coordinator_view(events);
+    (0..view.len())
+        .filter_map(|i| CompactionEntry::new(view[i], is_subsumed(&view, i)))
+        .collect()
+}
+
 /// The live summary as the coordinator sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveSummary {
@@ -119,6 +156,30 @@ impl AssembledContext {
         }
         out
     }
+}
+
+/// The live tail of a history: what [`crate::SessionStore::load_live_tail`] returns, as the
+/// reference a store's indexed answer is checked against.
+///
+/// The coordinator view (rewinds applied, scoped events dropped) cut down to the live
+/// compaction event and every non-compaction event whose timestamp is after the live
+/// compaction's end, in append order; the whole view when no compaction is live. The plan and
+/// the probe's decision state computed from it equal those computed from the whole history
+/// whenever timestamps follow append order (as they do for every clock-driven writer): what
+/// it leaves out lies inside the live summary's range, which neither reads again.
+pub fn live_tail(events: &[Event]) -> Vec<Event> {
+    let view = coordinator_view(events);
+    let Some(live) = live_compaction_index(&view) else {
+        return view.into_iter().cloned().collect();
+    };
+    let end = view[live].compaction().map(|c| c.end_timestamp);
+    view.iter()
+        .enumerate()
+        .filter(|(i, e)| {
+            *i == live || (e.compaction().is_none() && end.is_some_and(|end| e.timestamp > end))
+        })
+        .map(|(_, e)| (*e).clone())
+        .collect()
 }
 
 /// Assembles the next turn's context from a whole history: rewinds applied, scoped events

@@ -244,7 +244,9 @@ impl Engine {
     }
 
     /// One post-turn evaluation of a stored session: the gate on the store's snapshot (one
-    /// small read), then, only if it opens, the full load, probe, summary and append.
+    /// small read), then, only if it opens, the live tail ([`SessionStore::load_live_tail`]),
+    /// the probe, the summary and the append. The gate's figures are the snapshot's; the
+    /// compaction is appended against the revision the tail was read at.
     pub async fn evaluate_and_compact(&self, key: &SessionKey) -> Outcome {
         if !self.settings.enabled {
             return Outcome::FastExit(FastExitReason::Disabled);
@@ -253,21 +255,35 @@ impl Engine {
             Ok(s) => s,
             Err(e) => return store_failure(e),
         };
-        if let GateDecision::FastExit(reason) = self.gate(snapshot.input) {
+        let gate = self.gate(snapshot.input);
+        if let GateDecision::FastExit(reason) = gate {
             return Outcome::FastExit(reason);
         }
         let session = match self.store.load_live_tail(key).await {
             Ok(s) => s,
             Err(e) => return store_failure(e),
         };
-        self.evaluate_session(&session).await
+        self.evaluate_open_gate(&session, gate, snapshot.input)
+            .await
     }
 
-    /// One post-turn evaluation of a session the caller already loaded; appends through the
-    /// store with `session.revision` as the expected revision.
+    /// One post-turn evaluation of a session the caller already loaded (its whole history);
+    /// appends through the store with `session.revision` as the expected revision.
     pub async fn evaluate_session(&self, session: &Session) -> Outcome {
         let input = gate_input(&session.events);
-        let forced = match self.gate(input) {
+        let gate = self.gate(input);
+        self.evaluate_open_gate(session, gate, input).await
+    }
+
+    /// Everything after the gate: the probe (skipped at the hard backstop), the plan, the
+    /// summary and the append.
+    async fn evaluate_open_gate(
+        &self,
+        session: &Session,
+        gate: GateDecision,
+        input: GateInput,
+    ) -> Outcome {
+        let forced = match gate {
             GateDecision::FastExit(reason) => return Outcome::FastExit(reason),
             GateDecision::ForceCompress => true,
             GateDecision::Probe => false,

@@ -49,7 +49,8 @@ pub mod time;
 pub mod testing;
 
 pub use context::{
-    AssembledContext, ContextEntry, LiveSummary, assemble_context, subsumed_compaction_ids,
+    AssembledContext, CompactionEntry, ContextEntry, LiveSummary, assemble_context,
+    compaction_history, live_tail, subsumed_compaction_ids,
 };
 pub use engine::{Compaction, ContinueReason, Engine, EngineBuilder, Outcome};
 pub use estimate::{CharsPerToken, TokenEstimator};

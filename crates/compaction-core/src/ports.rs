@@ -140,16 +140,18 @@ pub trait SessionStore: Send + Sync {
         })
     }
 
-    /// The part of the session a post-turn evaluation needs: the session's state and
-    /// revision, and its events from the live compaction on. The default loads the whole
-    /// session; a store with indexes should answer without reading the rest of the history.
+    /// The part of the session a post-turn evaluation needs once the gate has opened: the
+    /// session's state and revision, and its events from the live compaction on. The default
+    /// loads the whole session; a store with indexes should answer without reading the rest
+    /// of the history.
     ///
-    /// Contract: `events` keeps append order and holds, with rewinds already applied, the live
-    /// compaction event and every unscoped event whose timestamp is after the live
-    /// compaction's end (every event when there is no compaction). Scoped events and rewind
-    /// events may be left out. Gate figures, plans and decision states computed from it equal
-    /// those computed from the whole history, except that the decision state's
-    /// `earlier_discussion` starts after the live summary (its turns are already summarized).
+    /// Contract: `events` keeps append order and holds at least what
+    /// [`crate::live_tail`] returns for the whole history — with rewinds applied, the live
+    /// compaction event and every unscoped non-compaction event whose timestamp is after the
+    /// live compaction's end (every event when there is no compaction). It may hold more
+    /// (the default holds everything). The engine gates on [`SessionStore::gate_snapshot`],
+    /// never on these events, and the plan and the probe's decision state read nothing
+    /// inside the live summary's range, so they come out the same either way.
     async fn load_live_tail(&self, key: &SessionKey) -> Result<Session, StoreError> {
         self.load(key).await
     }

@@ -299,9 +299,14 @@ impl Summarizer for RecordingSummarizer {
 
 /// An in-memory store with revision counters. `race_next_append` makes another writer move
 /// the session on just before the next append, to exercise the stale path.
+///
+/// `load_live_tail` answers with [`crate::live_tail`] (as an indexed store would);
+/// [`InMemoryStore::serving_whole_histories`] makes it answer with the whole history instead
+/// (the port's default), so that tests can check both give the same evaluations.
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
     sessions: Mutex<HashMap<SessionKey, Session>>,
+    whole_histories: bool,
     race: Mutex<Option<Event>>,
     loads: AtomicUsize,
     snapshots: AtomicUsize,
@@ -312,6 +317,14 @@ impl InMemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store whose `load_live_tail` returns the whole history.
+    pub fn serving_whole_histories() -> Self {
+        Self {
+            whole_histories: true,
+            ..Self::default()
+        }
     }
 
     /// Stores `session` as is (revision included).
@@ -351,6 +364,14 @@ impl SessionStore for InMemoryStore {
         self.loads.fetch_add(1, Ordering::SeqCst);
         self.get(key)
             .ok_or_else(|| StoreError::NotFound(key.clone()))
+    }
+
+    async fn load_live_tail(&self, key: &SessionKey) -> Result<Session, StoreError> {
+        let mut session = self.load(key).await?;
+        if !self.whole_histories {
+            session.events = crate::context::live_tail(&session.events);
+        }
+        Ok(session)
     }
 
     async fn gate_snapshot(

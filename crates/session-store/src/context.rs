@@ -15,7 +15,10 @@
 //! session (see [`crate::append`]). Without a live compaction the context is the whole view,
 //! which is what the coordinator sees anyway.
 
-use compaction_core::{AssembledContext, ContextEntry, Event, LiveSummary, SessionKey};
+use compaction_core::{
+    AssembledContext, CompactionEntry, ContextEntry, Event, LiveSummary, Revision, Session,
+    SessionKey,
+};
 use rusqlite::{OptionalExtension, Transaction};
 
 use crate::error::SessionStoreError;
@@ -58,6 +61,92 @@ impl SqliteStore {
         Ok(context)
     }
 
+    /// The session with only its live tail (`compaction_core::live_tail`): its state and
+    /// revision, the live compaction event and the coordinator-view events after the live
+    /// range, in append order — one read transaction over the same indexes as
+    /// [`SqliteStore::load_context`], never the rest of the history. Without a live compaction
+    /// it is the whole coordinator view.
+    pub fn load_live_tail(&self, key: &SessionKey) -> Result<Session, SessionStoreError> {
+        let op = || format!("loading the live tail of session {key}");
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(self.sqlite_error(op))?;
+        let row = session_row(&tx, key)
+            .map_err(self.sqlite_error(op))?
+            .ok_or_else(|| self.not_found(key))?;
+        let state: String = tx
+            .prepare_cached("SELECT state FROM sessions WHERE pk = ?1")
+            .and_then(|mut stmt| stmt.query_row((row.pk,), |r| r.get(0)))
+            .map_err(self.sqlite_error(op))?;
+        let state = self.parse_state(key, &state)?;
+        let rows = match row.live {
+            None => query_rows(
+                &tx,
+                "SELECT seq, event_id, body FROM events WHERE session_pk = ?1 \
+                 AND in_view = 1 ORDER BY seq",
+                (row.pk,),
+            ),
+            // Two index searches (a disjunction would make SQLite walk the whole session).
+            Some(live) => query_rows(
+                &tx,
+                "SELECT seq, event_id, body FROM events WHERE session_pk = ?1 \
+                 AND in_view = 1 AND is_compaction = 0 AND ts > ?2 \
+                 UNION ALL \
+                 SELECT seq, event_id, body FROM events WHERE session_pk = ?1 AND seq = ?3 \
+                 ORDER BY seq",
+                (row.pk, live.end, live.seq),
+            ),
+        }
+        .map_err(self.sqlite_error(op))?;
+        tx.commit().map_err(self.sqlite_error(op))?;
+        let events = rows
+            .iter()
+            .map(|(seq, id, body)| self.parse_event(key, *seq, id, body))
+            .collect::<Result<_, _>>()?;
+        Ok(Session {
+            key: key.clone(),
+            state,
+            events,
+            revision: Revision(row.revision),
+        })
+    }
+
+    /// The compaction history of the coordinator view (`compaction_core::compaction_history`)
+    /// through the `events_view_compactions` index, one event parsed at a time: memory stays
+    /// at one summary however long the history. (`+seq` keeps SQLite from walking the primary
+    /// key instead of the index.)
+    pub fn compaction_history(
+        &self,
+        key: &SessionKey,
+    ) -> Result<Vec<CompactionEntry>, SessionStoreError> {
+        let op = || format!("loading the compaction history of session {key}");
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(self.sqlite_error(op))?;
+        let row = session_row(&tx, key)
+            .map_err(self.sqlite_error(op))?
+            .ok_or_else(|| self.not_found(key))?;
+        let mut entries = Vec::new();
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT seq, event_id, body, subsumed FROM events WHERE session_pk = ?1 \
+                     AND in_view = 1 AND is_compaction = 1 ORDER BY +seq",
+                )
+                .map_err(self.sqlite_error(op))?;
+            let mut rows = stmt.query((row.pk,)).map_err(self.sqlite_error(op))?;
+            while let Some(r) = rows.next().map_err(self.sqlite_error(op))? {
+                let (seq, id, body) = read_body(r).map_err(self.sqlite_error(op))?;
+                let subsumed: bool = r.get(3).map_err(self.sqlite_error(op))?;
+                let event = self.parse_event(key, seq, &id, &body)?;
+                let entry = CompactionEntry::new(&event, subsumed).ok_or_else(|| {
+                    self.not_a_compaction(key, seq, "the event carries no compaction")
+                })?;
+                entries.push(entry);
+            }
+        }
+        tx.commit().map_err(self.sqlite_error(op))?;
+        Ok(entries)
+    }
+
     fn around_live(
         &self,
         tx: &Transaction<'_>,
@@ -72,10 +161,20 @@ impl SqliteStore {
             )
             .and_then(|mut stmt| stmt.query_row((pk, live.seq), read_body).optional())
             .map_err(self.sqlite_error(op))?
-            .ok_or_else(|| self.live_row_missing(key, live.seq, "no row"))?;
+            .ok_or_else(|| {
+                self.not_a_compaction(
+                    key,
+                    live.seq,
+                    "the session's live compaction row is missing",
+                )
+            })?;
         let event = self.parse_event(key, seq, &id, &body)?;
         let Some(compaction) = event.compaction().cloned() else {
-            return Err(self.live_row_missing(key, seq, "the event carries no compaction"));
+            return Err(self.not_a_compaction(
+                key,
+                seq,
+                "the live compaction event carries no compaction",
+            ));
         };
         let summary = LiveSummary {
             event_id: event.id,
@@ -116,15 +215,15 @@ impl SqliteStore {
         Ok(AssembledContext { entries })
     }
 
-    /// The session row names a live compaction the events table does not hold as one.
-    fn live_row_missing(&self, key: &SessionKey, seq: i64, why: &str) -> SessionStoreError {
+    /// A row the indexes name as a compaction that is not one (`why` says how).
+    fn not_a_compaction(&self, key: &SessionKey, seq: i64, why: &str) -> SessionStoreError {
         SessionStoreError::CorruptEvent {
             path: self.path().to_path_buf(),
             key: Box::new(key.clone()),
             revision: seq.unsigned_abs(),
             event_id: String::new(),
             source: <serde_json::Error as serde::de::Error>::custom(format!(
-                "the session's live compaction row is unusable: {why}"
+                "the row indexed as a compaction is unusable: {why}"
             )),
         }
     }

@@ -35,6 +35,11 @@ impl SessionStore for SqliteStore {
         Ok(self.spawn_blocking(move |s| s.get_session(&key)).await?)
     }
 
+    async fn load_live_tail(&self, key: &SessionKey) -> Result<Session, StoreError> {
+        let key = key.clone();
+        Ok(self.spawn_blocking(move |s| s.load_live_tail(&key)).await?)
+    }
+
     async fn gate_snapshot(&self, key: &SessionKey) -> Result<GateSnapshot, StoreError> {
         let key = key.clone();
         let header = self.spawn_blocking(move |s| s.header(&key)).await?;

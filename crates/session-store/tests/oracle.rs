@@ -1,12 +1,12 @@
 //! The store against compaction-core as the oracle: for generated histories (rolling and
 //! arbitrary compactions, scoped events, partial chunks, out-of-order timestamps, rewinds) the
-//! header and `load_context` after every append equal what the core computes from the whole
+//! header, `load_context`, `load_live_tail` and `compaction_history` after every append equal what the core computes from the whole
 //! history.
 
 mod common;
 
 use common::{history, key, temp_store};
-use compaction_core::{Revision, assemble_context, gate_input};
+use compaction_core::{Revision, assemble_context, compaction_history, gate_input, live_tail};
 use proptest::prelude::*;
 use session_store::{Durability, SessionStoreError};
 
@@ -40,6 +40,8 @@ proptest! {
             prop_assert_eq!(header.revision, revision);
             prop_assert_eq!(header.gate, gate_input(prefix), "header after event {}", i);
             prop_assert_eq!(store.load_context(&key).unwrap(), assemble_context(prefix), "context after event {}", i);
+            prop_assert_eq!(store.load_live_tail(&key).unwrap().events, live_tail(prefix), "live tail after event {}", i);
+            prop_assert_eq!(store.compaction_history(&key).unwrap(), compaction_history(prefix), "compaction history after event {}", i);
         }
         let session = store.get_session(&key).unwrap();
         prop_assert_eq!(session.revision, revision);

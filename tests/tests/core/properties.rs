@@ -8,9 +8,9 @@ use compaction_core::testing::{
     SteppingClock,
 };
 use compaction_core::{
-    CharsPerToken, ContextEntry, Engine, Event, GateDecision, GateInput, Outcome, Session,
-    Settings, TokenEstimator, assemble_context, completed_turns, coordinator_view, envelope_gate,
-    extract_decision_state,
+    CharsPerToken, ContextEntry, Engine, Event, GateDecision, GateInput, Outcome, ProbeRequest,
+    Session, Settings, SummaryRequest, TokenEstimator, assemble_context, completed_turns,
+    coordinator_view, envelope_gate, extract_decision_state, live_tail, plan_compaction,
 };
 use proptest::prelude::*;
 use serde_json::Map;
@@ -134,12 +134,40 @@ fn apply(
     invocations.push(inv);
 }
 
+/// What one replay produced: the final session, every probe and every summarizer request.
+struct Run {
+    session: Session,
+    probes: Vec<ProbeRequest>,
+    summaries: Vec<SummaryRequest>,
+    outcomes: Vec<Outcome>,
+}
+
 /// Replays `steps`, evaluating after each one, and checks the per-compaction invariants.
+/// Returns the final session and every text the models were shown.
 fn replay(settings: Settings, steps: &[Step]) -> Result<(Session, Vec<String>), TestCaseError> {
+    let run = replay_on(InMemoryStore::new(), settings, steps)?;
+    let mut seen: Vec<String> = Vec::new();
+    for r in run.probes {
+        seen.push(r.state.earlier_discussion);
+        seen.push(r.state.latest_turn);
+    }
+    for r in run.summaries {
+        seen.push(r.prompt);
+        seen.extend(r.turns.iter().flat_map(|t| t.tool_outputs.clone()));
+    }
+    Ok((run.session, seen))
+}
+
+/// [`replay`] on a given store.
+fn replay_on(
+    store: InMemoryStore,
+    settings: Settings,
+    steps: &[Step],
+) -> Result<Run, TestCaseError> {
     let effective = settings.effective().expect("generated settings are valid");
     let decision = Arc::new(ScriptedDecisionModel::constant(1.0));
     let summarizer = Arc::new(RecordingSummarizer::new());
-    let store = Arc::new(InMemoryStore::new());
+    let store = Arc::new(store);
     let engine = Engine::builder(
         decision.clone(),
         summarizer.clone(),
@@ -155,6 +183,7 @@ fn replay(settings: Settings, steps: &[Step]) -> Result<(Session, Vec<String>), 
         .expect("runtime");
     let mut f = EventFactory::new();
     let mut invocations = Vec::new();
+    let mut outcomes = Vec::new();
     store.insert(Session::new(key()));
     for (i, s) in steps.iter().enumerate() {
         let mut session = store.get(&key()).expect("stored");
@@ -162,6 +191,7 @@ fn replay(settings: Settings, steps: &[Step]) -> Result<(Session, Vec<String>), 
         let before = session.events.clone();
         store.insert(session);
         let outcome = runtime.block_on(engine.evaluate_and_compact(&key()));
+        outcomes.push(outcome.clone());
         if let Outcome::Compressed(c) | Outcome::Forced(c) = &outcome {
             let range = c.event.compaction().expect("a compaction event").clone();
             let view = coordinator_view(&before);
@@ -188,16 +218,12 @@ fn replay(settings: Settings, steps: &[Step]) -> Result<(Session, Vec<String>), 
             }
         }
     }
-    let mut seen: Vec<String> = Vec::new();
-    for r in decision.requests() {
-        seen.push(r.state.earlier_discussion);
-        seen.push(r.state.latest_turn);
-    }
-    for r in summarizer.requests() {
-        seen.push(r.prompt);
-        seen.extend(r.turns.iter().flat_map(|t| t.tool_outputs.clone()));
-    }
-    Ok((store.get(&key()).expect("stored"), seen))
+    Ok(Run {
+        session: store.get(&key()).expect("stored"),
+        probes: decision.requests(),
+        summaries: summarizer.requests(),
+        outcomes,
+    })
 }
 
 proptest! {
@@ -219,6 +245,26 @@ proptest! {
         for event in coordinator_view(&session.events).into_iter().filter(|e| e.compaction().is_none()) {
             let covered = summary.as_ref().is_some_and(|s| s.covers(event.timestamp));
             prop_assert!(covered != unique.contains(event.id.as_str()), "event {} covered={covered}", event.id);
+        }
+    }
+
+    /// An evaluation that reads only the live tail ([`live_tail`], what an indexed store
+    /// loads) probes, plans, summarizes and appends exactly as one that reads the whole
+    /// history; and the tail is never longer than the view.
+    #[test]
+    fn the_live_tail_evaluates_like_the_whole_history(settings in settings(), steps in prop::collection::vec(step(), 1..28)) {
+        let tail = replay_on(InMemoryStore::new(), settings.clone(), &steps)?;
+        let whole = replay_on(InMemoryStore::serving_whole_histories(), settings, &steps)?;
+        prop_assert_eq!(&tail.outcomes, &whole.outcomes);
+        prop_assert_eq!(&tail.probes, &whole.probes);
+        prop_assert_eq!(&tail.summaries, &whole.summaries);
+        prop_assert_eq!(&tail.session.events, &whole.session.events);
+        let events = &tail.session.events;
+        let tail_events = live_tail(events);
+        prop_assert!(tail_events.len() <= coordinator_view(events).len());
+        let plan = |events: &[Event], k| plan_compaction(events, k);
+        for k in 0..4 {
+            prop_assert_eq!(plan(&tail_events, k), plan(events, k));
         }
     }
 
