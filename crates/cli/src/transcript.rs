@@ -15,7 +15,9 @@
 //! - `pipeline`: raw steps of the literature-search sub-agents; they become events scoped to
 //!   `search_pipeline:<call id>` and never reach the decision model or the summarizer.
 //! - `findings_summary`: marks a research turn; recorded in session state
-//!   `RESEARCH_TURN_HISTORY` so the decision model reads it instead of the synthesis.
+//!   `RESEARCH_TURN_HISTORY` so the decision model reads it instead of the synthesis (only
+//!   for turns the live summary does not cover yet: older entries are dropped, so the state
+//!   stays bounded however long the transcript).
 //!
 //! Blank lines are skipped. Unknown fields are refused, so a typo is reported, not ignored.
 

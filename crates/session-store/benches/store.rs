@@ -1,9 +1,10 @@
 //! Session-store benchmarks, on a file on disk:
-//! - `append`: one event per iteration (`Durability::Full`, the default, and `Normal`), plus a
+//! - `append`: one event per iteration (`Durability::Normal`, the default, and `Full`), plus a
 //!   hand-measured latency distribution (median, p95) of single appends;
 //! - `header`: the fast-exit read of the gate header (sync call and through the async port);
 //! - `load_context`: sessions of 100, 1,000, 10,000 and 100,000 events with a rolling
 //!   compaction every 8 turns (K = 2 turns retained), all built once in one temp file;
+//! - `load_live_tail`: the same sessions, what the engine reads once the gate opens;
 //! - `get_session` at 10,000 events, for contrast with the whole-history load.
 //!
 //! Run: `cargo bench -p session-store --bench store -- --warm-up-time 1 --measurement-time 3`
@@ -223,6 +224,15 @@ fn benches(c: &mut Criterion) {
         let key = SessionKey::new("bench", "u", format!("s{size}"));
         group.bench_function(BenchmarkId::from_parameter(size), |b| {
             b.iter(|| black_box(store.load_context(&key).expect("context")));
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("load_live_tail");
+    for size in SIZES {
+        let key = SessionKey::new("bench", "u", format!("s{size}"));
+        group.bench_function(BenchmarkId::from_parameter(size), |b| {
+            b.iter(|| black_box(store.load_live_tail(&key).expect("live tail")));
         });
     }
     group.finish();
