@@ -219,23 +219,26 @@ fn benches(c: &mut Criterion) {
     });
     group.finish();
 
-    let mut group = c.benchmark_group("load_context");
-    for size in SIZES {
-        let key = SessionKey::new("bench", "u", format!("s{size}"));
-        group.bench_function(BenchmarkId::from_parameter(size), |b| {
-            b.iter(|| black_box(store.load_context(&key).expect("context")));
-        });
+    // The two indexed reads: the next prompt's context, and what the engine loads once the
+    // gate opens.
+    let reads: [(&str, fn(&SqliteStore, &SessionKey)); 2] = [
+        ("load_context", |store, key| {
+            black_box(store.load_context(key).expect("context"));
+        }),
+        ("load_live_tail", |store, key| {
+            black_box(store.load_live_tail(key).expect("live tail"));
+        }),
+    ];
+    for (name, read) in reads {
+        let mut group = c.benchmark_group(name);
+        for size in SIZES {
+            let key = SessionKey::new("bench", "u", format!("s{size}"));
+            group.bench_function(BenchmarkId::from_parameter(size), |b| {
+                b.iter(|| read(&store, &key));
+            });
+        }
+        group.finish();
     }
-    group.finish();
-
-    let mut group = c.benchmark_group("load_live_tail");
-    for size in SIZES {
-        let key = SessionKey::new("bench", "u", format!("s{size}"));
-        group.bench_function(BenchmarkId::from_parameter(size), |b| {
-            b.iter(|| black_box(store.load_live_tail(&key).expect("live tail")));
-        });
-    }
-    group.finish();
 
     let mut group = c.benchmark_group("get_session");
     group.sample_size(10);

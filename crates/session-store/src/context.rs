@@ -22,24 +22,40 @@ use compaction_core::{
 use rusqlite::{OptionalExtension, Transaction};
 
 use crate::error::SessionStoreError;
-use crate::store::{LiveRef, SqliteStore, read_body, session_row};
+use crate::store::{LiveRef, SessionRow, SqliteStore, read_body, session_row};
 
 /// Rows `(seq, event_id, body)`.
 type Rows = Vec<(i64, String, String)>;
 
+/// Names the operation in errors: `loading the context of session app/user/id`.
+type Operation<'a> = &'a dyn Fn() -> String;
+
 impl SqliteStore {
-    /// The context the coordinator's next prompt is assembled from (one read transaction).
-    pub fn load_context(&self, key: &SessionKey) -> Result<AssembledContext, SessionStoreError> {
-        let op = || format!("loading the context of session {key}");
+    /// Runs `read` in one read transaction on the session row of `key`; errors name the
+    /// operation as `{what} of session {key}`.
+    fn read_session<T>(
+        &self,
+        key: &SessionKey,
+        what: &str,
+        read: impl FnOnce(&Transaction<'_>, SessionRow, Operation<'_>) -> Result<T, SessionStoreError>,
+    ) -> Result<T, SessionStoreError> {
+        let op = || format!("{what} of session {key}");
         let mut conn = self.conn();
         let tx = conn.transaction().map_err(self.sqlite_error(op))?;
         let row = session_row(&tx, key)
             .map_err(self.sqlite_error(op))?
             .ok_or_else(|| self.not_found(key))?;
-        let context = match row.live {
+        let value = read(&tx, row, &op)?;
+        tx.commit().map_err(self.sqlite_error(op))?;
+        Ok(value)
+    }
+
+    /// The context the coordinator's next prompt is assembled from (one read transaction).
+    pub fn load_context(&self, key: &SessionKey) -> Result<AssembledContext, SessionStoreError> {
+        self.read_session(key, "loading the context", |tx, row, op| match row.live {
             None => {
                 let rows = query_rows(
-                    &tx,
+                    tx,
                     "SELECT seq, event_id, body FROM events WHERE session_pk = ?1 \
                      AND in_view = 1 AND is_compaction = 0 ORDER BY seq",
                     (row.pk,),
@@ -53,12 +69,10 @@ impl SqliteStore {
                         )))
                     })
                     .collect::<Result<_, SessionStoreError>>()?;
-                AssembledContext { entries }
+                Ok(AssembledContext { entries })
             }
-            Some(live) => self.around_live(&tx, key, row.pk, live)?,
-        };
-        tx.commit().map_err(self.sqlite_error(op))?;
-        Ok(context)
+            Some(live) => self.around_live(tx, key, row.pk, live, op),
+        })
     }
 
     /// The session with only its live tail (`compaction_core::live_tail`): its state and
@@ -67,12 +81,18 @@ impl SqliteStore {
     /// [`SqliteStore::load_context`], never the rest of the history. Without a live compaction
     /// it is the whole coordinator view.
     pub fn load_live_tail(&self, key: &SessionKey) -> Result<Session, SessionStoreError> {
-        let op = || format!("loading the live tail of session {key}");
-        let mut conn = self.conn();
-        let tx = conn.transaction().map_err(self.sqlite_error(op))?;
-        let row = session_row(&tx, key)
-            .map_err(self.sqlite_error(op))?
-            .ok_or_else(|| self.not_found(key))?;
+        self.read_session(key, "loading the live tail", |tx, row, op| {
+            self.live_tail_of(tx, key, row, op)
+        })
+    }
+
+    fn live_tail_of(
+        &self,
+        tx: &Transaction<'_>,
+        key: &SessionKey,
+        row: SessionRow,
+        op: Operation<'_>,
+    ) -> Result<Session, SessionStoreError> {
         let state: String = tx
             .prepare_cached("SELECT state FROM sessions WHERE pk = ?1")
             .and_then(|mut stmt| stmt.query_row((row.pk,), |r| r.get(0)))
@@ -80,14 +100,14 @@ impl SqliteStore {
         let state = self.parse_state(key, &state)?;
         let rows = match row.live {
             None => query_rows(
-                &tx,
+                tx,
                 "SELECT seq, event_id, body FROM events WHERE session_pk = ?1 \
                  AND in_view = 1 ORDER BY seq",
                 (row.pk,),
             ),
             // Two index searches (a disjunction would make SQLite walk the whole session).
             Some(live) => query_rows(
-                &tx,
+                tx,
                 "SELECT seq, event_id, body FROM events WHERE session_pk = ?1 \
                  AND in_view = 1 AND is_compaction = 0 AND ts > ?2 \
                  UNION ALL \
@@ -97,7 +117,6 @@ impl SqliteStore {
             ),
         }
         .map_err(self.sqlite_error(op))?;
-        tx.commit().map_err(self.sqlite_error(op))?;
         let events = rows
             .iter()
             .map(|(seq, id, body)| self.parse_event(key, *seq, id, body))
@@ -118,14 +137,7 @@ impl SqliteStore {
         &self,
         key: &SessionKey,
     ) -> Result<Vec<CompactionEntry>, SessionStoreError> {
-        let op = || format!("loading the compaction history of session {key}");
-        let mut conn = self.conn();
-        let tx = conn.transaction().map_err(self.sqlite_error(op))?;
-        let row = session_row(&tx, key)
-            .map_err(self.sqlite_error(op))?
-            .ok_or_else(|| self.not_found(key))?;
-        let mut entries = Vec::new();
-        {
+        self.read_session(key, "loading the compaction history", |tx, row, op| {
             let mut stmt = tx
                 .prepare_cached(
                     "SELECT seq, event_id, body, subsumed FROM events WHERE session_pk = ?1 \
@@ -133,6 +145,7 @@ impl SqliteStore {
                 )
                 .map_err(self.sqlite_error(op))?;
             let mut rows = stmt.query((row.pk,)).map_err(self.sqlite_error(op))?;
+            let mut entries = Vec::new();
             while let Some(r) = rows.next().map_err(self.sqlite_error(op))? {
                 let (seq, id, body) = read_body(r).map_err(self.sqlite_error(op))?;
                 let subsumed: bool = r.get(3).map_err(self.sqlite_error(op))?;
@@ -142,9 +155,8 @@ impl SqliteStore {
                 })?;
                 entries.push(entry);
             }
-        }
-        tx.commit().map_err(self.sqlite_error(op))?;
-        Ok(entries)
+            Ok(entries)
+        })
     }
 
     fn around_live(
@@ -153,8 +165,8 @@ impl SqliteStore {
         key: &SessionKey,
         pk: i64,
         live: LiveRef,
+        op: Operation<'_>,
     ) -> Result<AssembledContext, SessionStoreError> {
-        let op = || format!("loading the context of session {key}");
         let (seq, id, body) = tx
             .prepare_cached(
                 "SELECT seq, event_id, body FROM events WHERE session_pk = ?1 AND seq = ?2",
