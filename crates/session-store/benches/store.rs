@@ -162,6 +162,9 @@ fn load_context_interleaved(store: &SqliteStore) {
 }
 
 #[allow(clippy::print_stdout)]
+/// One indexed read of a session.
+type Read = fn(&SqliteStore, &SessionKey);
+
 fn benches(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     append_latency_distribution(&dir);
@@ -221,7 +224,7 @@ fn benches(c: &mut Criterion) {
 
     // The two indexed reads: the next prompt's context, and what the engine loads once the
     // gate opens.
-    let reads: [(&str, fn(&SqliteStore, &SessionKey)); 2] = [
+    let reads: [(&str, Read); 2] = [
         ("load_context", |store, key| {
             black_box(store.load_context(key).expect("context"));
         }),
