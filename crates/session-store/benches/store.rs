@@ -161,10 +161,10 @@ fn load_context_interleaved(store: &SqliteStore) {
     }
 }
 
-#[allow(clippy::print_stdout)]
 /// One indexed read of a session.
 type Read = fn(&SqliteStore, &SessionKey);
 
+#[allow(clippy::print_stdout)]
 fn benches(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     append_latency_distribution(&dir);
