@@ -11,9 +11,11 @@
 //!
 //! **The bound:** the prose (title, topics and the condensation note) never exceeds
 //! `summarizer_offline_max_chars` characters. Over the bound it drops, oldest topic first,
-//! evidence lines, then key sentences without numbers, then numeric answer sentences, then
-//! whole topics (never the newest), and finally cuts the text; a note says how much was left out. The `## Cited Sources` section is never
-//! bounded: sources are the one thing a summary may not lose.
+//! evidence lines, then key sentences without numbers, then numeric answer sentences — each
+//! topic keeping its headline, its first numeric answer sentence or else its first line —
+//! then the headlines in the same order, then whole topics (never the newest), and finally
+//! cuts the text; a note says how much was left out. The `## Cited Sources` section is never bounded: sources are the one thing a
+//! summary may not lose.
 
 use async_trait::async_trait;
 use compaction_core::{AdapterError, ModelInfo, Summarizer, Summary, SummaryRequest, TurnDigest};
@@ -103,6 +105,15 @@ impl Topic {
                 .sum::<usize>()
     }
 
+    /// The line kept longest when the bound bites: the first numeric answer sentence, or
+    /// else the first line.
+    fn headline(&self) -> Option<usize> {
+        self.lines
+            .iter()
+            .position(|(p, _)| *p == Priority::Figure)
+            .or(if self.lines.is_empty() { None } else { Some(0) })
+    }
+
     fn render(&self, out: &mut String) {
         out.push_str(&self.heading);
         for (_, line) in &self.lines {
@@ -156,16 +167,29 @@ impl OfflineSummarizer {
         let mut dropped_topics = 0usize;
         if total > self.max_chars {
             let budget = self.max_chars.saturating_sub(NOTE_RESERVE);
-            for priority in [Priority::Evidence, Priority::Finding, Priority::Figure] {
-                let mut i = 0;
-                while total > budget && i < topics.len() {
-                    match topics[i].lines.iter().rposition(|(p, _)| *p == priority) {
-                        Some(pos) => {
-                            let (_, line) = topics[i].lines.remove(pos);
-                            total -= line.chars().count() + 1;
-                            dropped_lines += 1;
+            // First every topic keeps its headline (see `Topic::headline`), so that an old
+            // topic shrinks to its question and one answer line before any topic loses its
+            // last line; then the headlines go, oldest topic first.
+            for keep_headline in [true, false] {
+                for priority in [Priority::Evidence, Priority::Finding, Priority::Figure] {
+                    let mut i = 0;
+                    while total > budget && i < topics.len() {
+                        let kept = topics[i].headline().filter(|_| keep_headline);
+                        let last = topics[i]
+                            .lines
+                            .iter()
+                            .enumerate()
+                            .rev()
+                            .find(|(pos, (p, _))| *p == priority && Some(*pos) != kept)
+                            .map(|(pos, _)| pos);
+                        match last {
+                            Some(pos) => {
+                                let (_, line) = topics[i].lines.remove(pos);
+                                total -= line.chars().count() + 1;
+                                dropped_lines += 1;
+                            }
+                            None => i += 1,
                         }
-                        None => i += 1,
                     }
                 }
             }
@@ -396,6 +420,51 @@ mod tests {
              ## Cited Sources\n\
              - Wang, L. et al. Rhombohedral Prussian White. JACS (2015). doi:10.1021/jacs.5b00021"
         );
+    }
+
+    #[test]
+    fn condensing_keeps_one_headline_per_topic_and_prefers_a_figure() {
+        let turn = |i: usize| TurnDigest {
+            invocation_id: format!("inv-{i}"),
+            user: format!("Question {i} about anode number {i}?"),
+            assistant: format!(
+                "The study found that design {i} works because of its coating. \
+                 It reaches {i}0 mAh/g after 100 cycles. \
+                 It keeps {i}7 % at 2 C."
+            ),
+            tool_outputs: vec![format!("Evidence: the cell kept {i}5 % after 200 cycles.")],
+        };
+        let turns: Vec<TurnDigest> = (1..=6).map(turn).collect();
+        let full = OfflineSummarizer::new(100_000).consolidate(&SummaryRequest {
+            previous_summary: None,
+            ..request("", turns.clone())
+        });
+        // A bound that fits one line per topic but not two.
+        let bound = full
+            .lines()
+            .filter(|l| !l.starts_with("- "))
+            .map(|l| l.len() + 1)
+            .sum::<usize>()
+            + 6 * 60
+            + NOTE_RESERVE;
+        let text = OfflineSummarizer::new(bound).consolidate(&SummaryRequest {
+            previous_summary: None,
+            ..request("", turns)
+        });
+        for i in 1..=6 {
+            let topic = text
+                .split("### Q: ")
+                .find(|t| t.starts_with(&format!("Question {i} ")))
+                .expect("every topic is kept");
+            let lines: Vec<&str> = topic.lines().filter(|l| l.starts_with("- ")).collect();
+            let figure = format!("- It reaches {i}0 mAh/g after 100 cycles.");
+            // The first figure outlives the topic's other lines, the second figure included;
+            // older topics shrink first.
+            assert!(lines.contains(&figure.as_str()), "{text}");
+            if i == 1 {
+                assert_eq!(lines, [figure], "{text}");
+            }
+        }
     }
 
     #[test]
