@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use compaction_core::{AssembledContext, CompactionEntry, ContextEntry};
+use compaction_core::{AssembledContext, CompactionEntry, ContextEntry, Timestamp};
 
 use cli::replay::TurnRecord;
 
@@ -41,8 +41,8 @@ pub(crate) fn context(ctx: &AssembledContext, max_chars: usize) -> String {
                 let _ = writeln!(
                     out,
                     "── rolling summary (covers {} .. {}) ──\n{}",
-                    s.compaction.start_timestamp,
-                    s.compaction.end_timestamp,
+                    utc(s.compaction.start_timestamp),
+                    utc(s.compaction.end_timestamp),
                     s.compaction.summary_text().trim_end()
                 );
             }
@@ -67,13 +67,52 @@ pub(crate) fn compaction_history(entries: &[CompactionEntry]) -> String {
         let _ = writeln!(
             out,
             "{}  [{} .. {}]  {}  {} chars",
-            e.event_id, e.start_timestamp, e.end_timestamp, state, e.summary_chars
+            e.event_id,
+            utc(e.start_timestamp),
+            utc(e.end_timestamp),
+            state,
+            e.summary_chars
         );
     }
     if out.is_empty() {
         out.push_str("(no compaction yet)\n");
     }
     out
+}
+
+/// A timestamp as UTC, ISO 8601 with milliseconds (`2026-12-02T21:48:45.833Z`); out of
+/// the calendar's range, the epoch seconds as stored.
+pub(crate) fn utc(t: Timestamp) -> String {
+    let seconds = t.seconds();
+    let millis = (seconds * 1000.0).round();
+    if !(0.0..=253_402_300_799_999.0).contains(&millis) {
+        return t.to_string();
+    }
+    let millis = millis as i64;
+    let (days, ms_of_day) = (millis.div_euclid(86_400_000), millis.rem_euclid(86_400_000));
+    let (year, month, day) = civil_from_days(days);
+    let (h, m, s, ms) = (
+        ms_of_day / 3_600_000,
+        ms_of_day / 60_000 % 60,
+        ms_of_day / 1000 % 60,
+        ms_of_day % 1000,
+    );
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z")
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day): Howard Hinnant's
+/// `civil_from_days`.
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
 }
 
 fn shorten(text: &str, max_chars: usize) -> String {
@@ -84,5 +123,29 @@ fn shorten(text: &str, max_chars: usize) -> String {
             &text[..cut],
             text[cut..].chars().count()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: f64) -> String {
+        utc(Timestamp::new(seconds).expect("valid"))
+    }
+
+    #[test]
+    fn timestamps_read_as_utc_with_milliseconds() {
+        assert_eq!(at(0.0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(951_782_400.0), "2000-02-29T00:00:00.000Z");
+        assert_eq!(at(1_709_164_800.5), "2024-02-29T00:00:00.500Z");
+        assert_eq!(at(1_796_249_323.832_061), "2026-12-02T22:08:43.832Z");
+        assert_eq!(at(4_102_444_799.999_4), "2099-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn timestamps_outside_the_calendar_keep_their_seconds() {
+        assert_eq!(at(-1.5), Timestamp::new(-1.5).expect("valid").to_string());
+        assert_eq!(at(1e13), Timestamp::new(1e13).expect("valid").to_string());
     }
 }

@@ -341,7 +341,7 @@ fn demo_output() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     insta::with_settings!({filters => vec![
-        (r"\d{10}\.\d+", "[timestamp]"),
+        (r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z", "[timestamp]"),
         (r"(?m)^[0-9a-f]+-[0-9a-f]+-\d+ ", "[event-id] "),
     ]}, {
         insta::assert_snapshot!(stdout);
