@@ -61,7 +61,7 @@ enum Command {
         file: String,
         #[command(flatten)]
         run: RunArgs,
-        /// The session id to create (default: `replay-<time>`).
+        /// The session id to create (default: `replay-<process id>`).
         #[arg(long)]
         session: Option<String>,
     },
@@ -289,6 +289,7 @@ async fn replay_turns(
 ) -> Result<(), CliError> {
     let tmp = tempfile::tempdir()
         .map_err(|e| CliError::Other(format!("cannot create a temporary directory: {e}")))?;
+    let kept = db.clone();
     let db = db.unwrap_or_else(|| tmp.path().join("sessions.db"));
     let store = open_store(&db)?;
     let (telemetry, guard) = wiring::telemetry(otlp)?;
@@ -369,7 +370,7 @@ async fn replay_turns(
         if json {
             emit(
                 &mut out,
-                &serde_json::json!({ "turns": turns.len(), "compactions": compactions, "next_prompt_tokens_without": without, "next_prompt_tokens_with": with, "tokens_saved": saved }).to_string(),
+                &serde_json::json!({ "turns": turns.len(), "compactions": compactions, "next_prompt_tokens_without": without, "next_prompt_tokens_with": with, "tokens_saved": saved, "session": key.to_string(), "db": kept.as_deref().map(wiring::shown) }).to_string(),
             )?;
         } else {
             emit(
@@ -379,6 +380,18 @@ async fn replay_turns(
                     turns.len()
                 ),
             )?;
+            if let Some(path) = &kept {
+                emit(
+                    &mut out,
+                    &format!(
+                        "Session {key} is kept in {path}; to see it again: compaction inspect --db {path} --app {} --user {} --session {}",
+                        key.app_name,
+                        key.user_id,
+                        key.session_id,
+                        path = wiring::shown(path),
+                    ),
+                )?;
+            }
         }
     }
     drop(guard);

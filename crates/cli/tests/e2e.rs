@@ -161,7 +161,14 @@ async fn replay_compacts_through_real_models_and_keeps_k_turns_verbatim() {
         ]
     );
 
-    let store = SqliteStore::open(dir.path().join("sessions.db")).expect("open db");
+    // The closing record names the session and where it is kept.
+    let last = records.last().expect("a closing record");
+    assert_eq!(last["compactions"], 2);
+    assert_eq!(last["session"], "zocrates/replay/e2e");
+    let db = dir.path().join("sessions.db");
+    assert_eq!(last["db"], db.to_str().expect("utf-8"));
+
+    let store = SqliteStore::open(&db).expect("open db");
     let key = SessionKey::new("zocrates", "replay", "e2e");
     let session = store.get_session(&key).expect("session");
     let compactions: Vec<_> = session
