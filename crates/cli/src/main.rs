@@ -92,7 +92,8 @@ enum Command {
 
 #[derive(Debug, clap::Args)]
 struct RunArgs {
-    /// Session database file (created when missing; replay defaults to a temporary one).
+    /// Session database file (replay: created when missing, a temporary one by default;
+    /// evaluate: an existing native or Google ADK database).
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
     /// Decision adapter: auto, decisions, chat-logprobs or offline (overrides the config file).
