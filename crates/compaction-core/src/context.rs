@@ -7,7 +7,7 @@
 //! writes rolling consolidations, so in practice there is exactly one).
 
 use crate::event::{Event, EventCompaction};
-use crate::history::coordinator_view;
+use crate::history::{coordinator_positions, coordinator_view};
 use crate::time::Timestamp;
 
 /// For each compaction event of `view` (by index into `view`), whether it is subsumed.
@@ -168,17 +168,30 @@ impl AssembledContext {
 /// whenever timestamps follow append order (as they do for every clock-driven writer): what
 /// it leaves out lies inside the live summary's range, which neither reads again.
 pub fn live_tail(events: &[Event]) -> Vec<Event> {
-    let view = coordinator_view(events);
+    live_tail_positions(events)
+        .into_iter()
+        .map(|i| events[i].clone())
+        .collect()
+}
+
+/// Positions in `events` of the [`live_tail`], in order. It reads only what an
+/// [`crate::EventOutline`] keeps (invocation, timestamp, scope, compaction range, rewind
+/// target), so a store can run it on outlines and then read only those rows whole.
+pub fn live_tail_positions(events: &[Event]) -> Vec<usize> {
+    let positions = coordinator_positions(events);
+    let view: Vec<&Event> = positions.iter().map(|&i| &events[i]).collect();
     let Some(live) = live_compaction_index(&view) else {
-        return view.into_iter().cloned().collect();
+        return positions;
     };
     let end = view[live].compaction().map(|c| c.end_timestamp);
-    view.iter()
+    positions
+        .iter()
+        .zip(&view)
         .enumerate()
-        .filter(|(i, e)| {
+        .filter(|(i, (_, e))| {
             *i == live || (e.compaction().is_none() && end.is_some_and(|end| e.timestamp > end))
         })
-        .map(|(_, e)| (*e).clone())
+        .map(|(_, (&position, _))| position)
         .collect()
 }
 

@@ -337,9 +337,114 @@ impl Event {
     }
 }
 
+/// The few fields of an event's JSON that decide which events a live tail and the gate's
+/// prompt-token figure need: its timestamp, isolation scope, prompt tokens, compaction range
+/// and rewind target. Everything else — content above all — is skipped unread, so a store
+/// can outline a long history cheaply, run [`crate::live_tail_positions`] on the outlines
+/// and parse only those rows whole. It accepts the same spellings as [`Event`].
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+pub struct EventOutline {
+    /// The JSON's timestamp, when it has one.
+    #[serde(default)]
+    pub timestamp: Option<Timestamp>,
+    #[serde(default, alias = "isolationScope")]
+    isolation_scope: Option<String>,
+    #[serde(default, alias = "usageMetadata")]
+    usage_metadata: Option<UsageOutline>,
+    #[serde(default)]
+    actions: Option<ActionsOutline>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+struct UsageOutline {
+    #[serde(default, alias = "promptTokenCount")]
+    prompt_token_count: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+struct ActionsOutline {
+    #[serde(default)]
+    compaction: Option<CompactionOutline>,
+    #[serde(default, alias = "rewindBeforeInvocationId")]
+    rewind_before_invocation_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+struct CompactionOutline {
+    #[serde(alias = "startTimestamp")]
+    start_timestamp: Timestamp,
+    #[serde(alias = "endTimestamp")]
+    end_timestamp: Timestamp,
+}
+
+impl EventOutline {
+    /// A stand-in [`Event`] carrying only the outlined fields (no author, no content; a
+    /// compaction's summary is empty), with the row's `id`, `invocation_id` and `timestamp`.
+    /// The live-tail positions and the coordinator prompt tokens of stand-ins equal those of
+    /// the whole events.
+    pub fn into_event(
+        self,
+        id: impl Into<String>,
+        invocation_id: impl Into<String>,
+        timestamp: Timestamp,
+    ) -> Event {
+        let mut event = Event::new(id, invocation_id, "", timestamp);
+        event.isolation_scope = self.isolation_scope;
+        event.usage_metadata =
+            self.usage_metadata
+                .and_then(|u| u.prompt_token_count)
+                .map(|tokens| UsageMetadata {
+                    prompt_token_count: Some(tokens),
+                    ..UsageMetadata::default()
+                });
+        if let Some(actions) = self.actions {
+            event.actions.rewind_before_invocation_id = actions.rewind_before_invocation_id;
+            event.actions.compaction = actions.compaction.map(|c| EventCompaction {
+                start_timestamp: c.start_timestamp,
+                end_timestamp: c.end_timestamp,
+                compacted_content: Content::default(),
+            });
+        }
+        event
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_outline_keeps_what_the_live_tail_and_the_gate_read_in_either_spelling() {
+        let snake = r#"{"id":"e1","invocation_id":"i1","author":"user","timestamp":5.5,
+            "content":{"role":"user","parts":[{"text":"long text"}]},
+            "isolation_scope":"search_pipeline:f1","usage_metadata":{"prompt_token_count":7},
+            "actions":{"rewind_before_invocation_id":"i0","compaction":{"start_timestamp":1.0,
+            "end_timestamp":2.0,"compacted_content":{"role":"model","parts":[{"text":"s"}]}}}}"#;
+        let camel = r#"{"id":"e1","invocationId":"i1","author":"user","timestamp":5.5,
+            "isolationScope":"search_pipeline:f1","usageMetadata":{"promptTokenCount":7},
+            "actions":{"rewindBeforeInvocationId":"i0","compaction":{"startTimestamp":1.0,
+            "endTimestamp":2.0,"compactedContent":{"role":"model","parts":[{"text":"s"}]}}}}"#;
+        for json in [snake, camel] {
+            let event: Event = serde_json::from_str(json).unwrap();
+            let outline: EventOutline = serde_json::from_str(json).unwrap();
+            assert_eq!(outline.timestamp, Some(event.timestamp));
+            let stand_in = outline.into_event("e1", "i1", event.timestamp);
+            assert_eq!(stand_in.isolation_scope, event.isolation_scope);
+            assert_eq!(stand_in.prompt_tokens(), Some(7));
+            assert_eq!(
+                stand_in.actions.rewind_before_invocation_id,
+                event.actions.rewind_before_invocation_id
+            );
+            let (a, b) = (stand_in.compaction().unwrap(), event.compaction().unwrap());
+            assert_eq!(
+                (a.start_timestamp, a.end_timestamp),
+                (b.start_timestamp, b.end_timestamp)
+            );
+            assert!(stand_in.content.is_none());
+        }
+        let bare: EventOutline = serde_json::from_str(r#"{"id":"x","actions":null}"#).unwrap();
+        assert_eq!(bare, EventOutline::default());
+    }
 
     #[test]
     fn accepts_camel_case_and_writes_snake_case() {

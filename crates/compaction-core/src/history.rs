@@ -20,19 +20,26 @@ use crate::event::Event;
 /// (compaction events included). A rewind whose target invocation never occurs drops
 /// only itself.
 pub fn apply_rewinds(events: &[Event]) -> Vec<&Event> {
-    let mut kept: Vec<&Event> = Vec::with_capacity(events.len());
+    rewound_positions(events)
+        .into_iter()
+        .map(|i| &events[i])
+        .collect()
+}
+
+/// Positions in `events` of what [`apply_rewinds`] keeps, in order.
+fn rewound_positions(events: &[Event]) -> Vec<usize> {
+    let mut kept = Vec::with_capacity(events.len());
     let mut i = events.len();
     while i > 0 {
         i -= 1;
-        let event = &events[i];
-        if let Some(target) = event.actions.rewind_before_invocation_id.as_deref() {
+        if let Some(target) = events[i].actions.rewind_before_invocation_id.as_deref() {
             // Find the first event of the target invocation at or before this rewind.
             if let Some(first) = events[..i].iter().position(|e| e.invocation_id == target) {
                 i = first;
             }
             continue;
         }
-        kept.push(event);
+        kept.push(i);
     }
     kept.reverse();
     kept
@@ -45,7 +52,18 @@ pub fn unscoped<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<&'a Even
 
 /// The coordinator's view of a session: rewinds applied, then scoped events dropped.
 pub fn coordinator_view(events: &[Event]) -> Vec<&Event> {
-    unscoped(apply_rewinds(events))
+    coordinator_positions(events)
+        .into_iter()
+        .map(|i| &events[i])
+        .collect()
+}
+
+/// Positions in `events` of the [`coordinator_view`], in order: for a store that decides on
+/// outlines which rows it must read whole.
+pub fn coordinator_positions(events: &[Event]) -> Vec<usize> {
+    let mut positions = rewound_positions(events);
+    positions.retain(|&i| events[i].is_unscoped());
+    positions
 }
 
 /// One turn: a user query and everything the coordinator did in answer to it.

@@ -50,17 +50,20 @@ pub mod testing;
 
 pub use context::{
     AssembledContext, CompactionEntry, ContextEntry, LiveSummary, assemble_context,
-    compaction_history, live_tail, subsumed_compaction_ids,
+    compaction_history, live_tail, live_tail_positions, subsumed_compaction_ids,
 };
 pub use engine::{Compaction, ContinueReason, Engine, EngineBuilder, Outcome};
 pub use estimate::{CharsPerToken, TokenEstimator};
 pub use event::{
-    Actions, Content, Event, EventCompaction, FunctionCall, FunctionResponse, Part, UsageMetadata,
+    Actions, Content, Event, EventCompaction, EventOutline, FunctionCall, FunctionResponse, Part,
+    UsageMetadata,
 };
 pub use gate::{
     FastExitReason, GateDecision, GateInput, coordinator_prompt_tokens, envelope_gate, gate_input,
 };
-pub use history::{Turn, apply_rewinds, completed_turns, coordinator_view, turns};
+pub use history::{
+    Turn, apply_rewinds, completed_turns, coordinator_positions, coordinator_view, turns,
+};
 pub use plan::{
     CompactionPlan, MAX_TOOL_CONTENT_CHARS, PreviousCompaction, TurnDigest, plan_compaction,
 };

@@ -41,8 +41,14 @@ impl Default for EventFactory {
 impl EventFactory {
     /// Starts at 2023-11-14T22:13:20Z.
     pub fn new() -> Self {
+        Self::starting_at(1_700_000_000.0)
+    }
+
+    /// Starts at `seconds` since the epoch (for stores that want events later than the wall
+    /// clock, such as an ADK session created now).
+    pub fn starting_at(seconds: f64) -> Self {
         EventFactory {
-            next_ts: 1_700_000_000.0,
+            next_ts: seconds,
             next_id: 0,
         }
     }

@@ -19,56 +19,9 @@ use serde_json::Map;
 use session_store::{Durability, OpenOptions, SqliteStore};
 
 const SIZES: [usize; 4] = [100, 1_000, 10_000, 100_000];
-const COMPACT_EVERY: usize = 8;
-const RETAINED: usize = 2;
 
-/// Appends research turns (six events each, two of them scoped) with a rolling compaction
-/// every eight turns covering everything up to turn N-K, until about `events` events are
-/// stored; then one last compaction and a tail of four turns, so that every size ends with the
-/// same context (K + 4 turns after the live summary) and only the history before it grows.
-/// Returns the number of events stored.
-fn fill(store: &SqliteStore, key: &SessionKey, events: usize) -> u64 {
-    const TAIL_TURNS: usize = 4;
-    let mut f = EventFactory::new();
-    let mut revision = Revision(0);
-    let mut first_ts = None;
-    let mut turn_ends = Vec::new();
-    let mut turn = 0usize;
-    let mut append = |e: &Event| {
-        revision = store.append_event(key, revision, e).expect("append");
-        revision.0 as usize
-    };
-    let mut stored = 0;
-    let mut tail = None;
-    while tail.is_none_or(|t| turn < t + TAIL_TURNS) {
-        let inv = format!("inv{turn}");
-        let mut t = f.research_turn(&inv, &format!("question {turn} about anodes"), "findings");
-        t[5] = t[5].clone().with_prompt_tokens(30_000 + turn as u64);
-        first_ts.get_or_insert(t[0].timestamp);
-        turn_ends.push(t[5].timestamp);
-        for e in &t {
-            stored = append(e);
-        }
-        turn += 1;
-        let last_cycle = tail.is_none() && stored + 6 * TAIL_TURNS + 1 >= events;
-        if tail.is_none() && (turn.is_multiple_of(COMPACT_EVERY) || last_cycle) {
-            let end = turn_ends[turn - 1 - RETAINED];
-            let start = first_ts.expect("a turn was appended");
-            let c = f.compaction(
-                &format!("compact{turn}"),
-                start,
-                end,
-                &"Summary. ".repeat(200),
-            );
-            stored = append(&c);
-            if last_cycle {
-                tail = Some(turn);
-            }
-        }
-    }
-    stored as u64
-}
-
+#[path = "common/history.rs"]
+mod history;
 fn temp_store(dir: &tempfile::TempDir, name: &str, durability: Durability) -> SqliteStore {
     SqliteStore::open_with(
         dir.path().join(name),
@@ -196,7 +149,10 @@ fn benches(c: &mut Criterion) {
     for size in SIZES {
         let key = SessionKey::new("bench", "u", format!("s{size}"));
         store.create_session(&key, Map::new()).expect("create");
-        let stored = fill(&store, &key, size);
+        let mut revision = Revision(0);
+        let stored = history::fill(EventFactory::new(), size, |e| {
+            revision = store.append_event(&key, revision, e).expect("append");
+        });
         println!("load_context fixture s{size}: {stored} events");
     }
 

@@ -12,6 +12,7 @@ use compaction_core::testing::{
 };
 use compaction_core::{
     Engine, Event, Outcome, SessionKey, SessionStore, StoreError, Timestamp, assemble_context,
+    live_tail,
 };
 use rusqlite::Connection;
 use serde_json::{Map, Value, json};
@@ -20,42 +21,13 @@ use session_store::{
 };
 
 /// `DatabaseSessionService` schema v1, as SQLAlchemy creates it on SQLite (ADK 2.13.0).
-const DATABASE_DDL: &str = r#"
-CREATE TABLE adk_internal_metadata ("key" VARCHAR(128) NOT NULL, value VARCHAR(256) NOT NULL, PRIMARY KEY ("key"));
-CREATE TABLE sessions (app_name VARCHAR(128) NOT NULL, user_id VARCHAR(128) NOT NULL, id VARCHAR(128) NOT NULL,
-    state TEXT NOT NULL, create_time DATETIME NOT NULL, update_time DATETIME NOT NULL, PRIMARY KEY (app_name, user_id, id));
-CREATE TABLE app_states (app_name VARCHAR(128) NOT NULL, state TEXT NOT NULL, update_time DATETIME NOT NULL, PRIMARY KEY (app_name));
-CREATE TABLE user_states (app_name VARCHAR(128) NOT NULL, user_id VARCHAR(128) NOT NULL, state TEXT NOT NULL,
-    update_time DATETIME NOT NULL, PRIMARY KEY (app_name, user_id));
-CREATE TABLE events (id VARCHAR(128) NOT NULL, app_name VARCHAR(128) NOT NULL, user_id VARCHAR(128) NOT NULL,
-    session_id VARCHAR(128) NOT NULL, invocation_id VARCHAR(256) NOT NULL, timestamp DATETIME NOT NULL, event_data TEXT,
-    PRIMARY KEY (id, app_name, user_id, session_id),
-    FOREIGN KEY(app_name, user_id, session_id) REFERENCES sessions (app_name, user_id, id) ON DELETE CASCADE);
-CREATE INDEX idx_events_app_user_session_ts_id ON events (app_name, user_id, session_id, timestamp DESC, id DESC);
-INSERT INTO adk_internal_metadata VALUES ('schema_version', '1');
-"#;
+const DATABASE_DDL: &str = include_str!("fixtures/adk-database-v1.sql");
 
 /// `SqliteSessionService`'s schema (ADK 2.13.0, `CREATE_SCHEMA_SQL`).
-const SQLITE_DDL: &str = r#"
-CREATE TABLE IF NOT EXISTS app_states (app_name TEXT PRIMARY KEY, state TEXT NOT NULL, update_time REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS user_states (app_name TEXT NOT NULL, user_id TEXT NOT NULL, state TEXT NOT NULL,
-    update_time REAL NOT NULL, PRIMARY KEY (app_name, user_id));
-CREATE TABLE IF NOT EXISTS sessions (app_name TEXT NOT NULL, user_id TEXT NOT NULL, id TEXT NOT NULL, state TEXT NOT NULL,
-    create_time REAL NOT NULL, update_time REAL NOT NULL, PRIMARY KEY (app_name, user_id, id));
-CREATE TABLE IF NOT EXISTS events (id TEXT NOT NULL, app_name TEXT NOT NULL, user_id TEXT NOT NULL, session_id TEXT NOT NULL,
-    invocation_id TEXT NOT NULL, timestamp REAL NOT NULL, event_data TEXT NOT NULL,
-    PRIMARY KEY (app_name, user_id, session_id, id),
-    FOREIGN KEY (app_name, user_id, session_id) REFERENCES sessions(app_name, user_id, id) ON DELETE CASCADE);
-"#;
+const SQLITE_DDL: &str = include_str!("fixtures/adk-sqlite.sql");
 
 /// ADK's legacy v0 layout: one column per event field, pickled `actions`.
-const V0_DDL: &str = r#"
-CREATE TABLE sessions (app_name VARCHAR(128) NOT NULL, user_id VARCHAR(128) NOT NULL, id VARCHAR(128) NOT NULL,
-    state TEXT NOT NULL, create_time DATETIME NOT NULL, update_time DATETIME NOT NULL, PRIMARY KEY (app_name, user_id, id));
-CREATE TABLE events (id VARCHAR(128) NOT NULL, app_name VARCHAR(128) NOT NULL, user_id VARCHAR(128) NOT NULL,
-    session_id VARCHAR(128) NOT NULL, invocation_id VARCHAR(256) NOT NULL, author VARCHAR(256) NOT NULL,
-    actions BLOB NOT NULL, timestamp DATETIME NOT NULL, content TEXT, PRIMARY KEY (id, app_name, user_id, session_id));
-"#;
+const V0_DDL: &str = include_str!("fixtures/adk-legacy-v0.sql");
 
 fn adk_file(dir: &Path, name: &str, ddl: &str) -> PathBuf {
     let path = dir.join(name);
@@ -400,12 +372,45 @@ async fn the_engine_compacts_an_adk_session_through_the_port() {
     }
 }
 
+/// Right after a compaction that retains nothing, no event after the live summary reports
+/// prompt tokens: the gate snapshot still gives the whole history's latest coordinator figure,
+/// as `gate_input` does, and the live tail holds only the compaction.
+#[test]
+fn the_gate_snapshot_reads_prompt_tokens_from_before_the_live_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flavor, path) in flavors(dir.path()) {
+        let store = AdkStore::open(&path).unwrap();
+        let created = store.create_session(&key(), Map::new()).unwrap();
+        let mut f = EventFactory::starting_at(now().ceil() + 1.0);
+        let mut events = f.research_turn("inv1", "q1", "synthesis");
+        events[5] = events[5].clone().with_prompt_tokens(42_000);
+        let (start, end) = (events[0].timestamp, events[5].timestamp);
+        events.push(f.compaction("inv2", start, end, "summary"));
+        let mut revision = created.revision;
+        for e in &events {
+            revision = store.append_event(&key(), revision, e).unwrap();
+        }
+        let snapshot = store.gate_snapshot(&key()).unwrap();
+        assert_eq!(
+            snapshot.input.coordinator_prompt_tokens,
+            Some(42_000),
+            "{flavor:?}"
+        );
+        assert_eq!(snapshot.input.completed_turns_since_compaction, 0);
+        assert_eq!(snapshot.revision, revision);
+        let tail = store.load_live_tail(&key()).unwrap();
+        assert_eq!(tail.events.len(), 1, "{flavor:?}: {:?}", tail.events);
+        assert!(tail.events[0].compaction().is_some());
+    }
+}
+
 /// One step of a generated history.
 #[derive(Debug, Clone)]
 enum Step {
     Conversational,
     Research,
-    Compaction,
+    /// A rolling compaction ending that many events before the last one (retention).
+    Compaction(usize),
     Rewind(usize),
 }
 
@@ -414,7 +419,7 @@ fn step() -> impl proptest::strategy::Strategy<Value = Step> {
     prop_oneof![
         4 => Just(Step::Conversational),
         3 => Just(Step::Research),
-        1 => Just(Step::Compaction),
+        1 => (0_usize..6).prop_map(Step::Compaction),
         1 => (0_usize..8).prop_map(Step::Rewind),
     ]
 }
@@ -422,10 +427,12 @@ fn step() -> impl proptest::strategy::Strategy<Value = Step> {
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
 
-    /// For generated histories (turns, scoped pipelines, compactions, rewinds) on either
-    /// layout: the store gives back exactly the appended events in order, every revision is
-    /// the update_time ADK would compare and moves forward, and the gate figures and assembled
-    /// context computed from the loaded session equal those of the appended history.
+    /// For generated histories (turns, scoped pipelines with their own token counts, rolling
+    /// compactions that retain a few events, rewinds) on either layout: the store gives back
+    /// exactly the appended events in order, every revision is the update_time ADK would
+    /// compare and moves forward, the gate figures and assembled context computed from the
+    /// loaded session equal those of the appended history, and the outlined reads (live tail,
+    /// gate snapshot) equal core's reference on the whole history.
     #[test]
     fn loads_what_was_appended(steps in proptest::collection::vec(step(), 1..12), database in proptest::bool::ANY) {
         let dir = tempfile::tempdir().unwrap();
@@ -436,16 +443,33 @@ proptest::proptest! {
         };
         let store = AdkStore::open(&path).unwrap();
         let created = store.create_session(&key(), Map::new()).unwrap();
-        let mut f = EventFactory::new();
+        // From now on, so that events are later than the session's update_time and compaction
+        // ranges line up with the events they cover.
+        let mut f = EventFactory::starting_at(now().ceil() + 1.0);
         let mut events: Vec<Event> = Vec::new();
         for (i, s) in steps.iter().enumerate() {
             let inv = format!("inv{i}");
+            let tokens = 1_000 * i as u64;
             match s {
-                Step::Conversational => events.extend(f.conversational_turn(&inv, &format!("q{i}"), "a")),
-                Step::Research => events.extend(f.research_turn(&inv, &format!("q{i}"), "s")),
-                Step::Compaction => {
-                    if let (Some(first), Some(last)) = (events.first(), events.last()) {
-                        let (start, end) = (first.timestamp, last.timestamp);
+                Step::Conversational => {
+                    let mut turn = f.conversational_turn(&inv, &format!("q{i}"), "a");
+                    if i % 3 != 0 {
+                        turn[1] = turn[1].clone().with_prompt_tokens(tokens);
+                    }
+                    events.extend(turn);
+                }
+                Step::Research => {
+                    let mut turn = f.research_turn(&inv, &format!("q{i}"), "s");
+                    // A sub-agent's spike, which the gate must never see.
+                    turn[2] = turn[2].clone().with_prompt_tokens(1_000_000 + tokens);
+                    turn[5] = turn[5].clone().with_prompt_tokens(tokens);
+                    events.extend(turn);
+                }
+                Step::Compaction(retained) => {
+                    if let (Some(first), Some(last)) =
+                        (events.first(), events.len().checked_sub(1 + retained))
+                    {
+                        let (start, end) = (first.timestamp, events[last].timestamp);
                         events.push(f.compaction(&inv, start, end, "summary"));
                     }
                 }
@@ -455,7 +479,6 @@ proptest::proptest! {
                 }
             }
         }
-        let events = from_now(events, 1.0);
         let mut revision = created.revision;
         for e in &events {
             let next = store.append_event(&key(), revision, e).unwrap();
@@ -470,5 +493,12 @@ proptest::proptest! {
             compaction_core::gate_input(&events)
         );
         proptest::prop_assert_eq!(assemble_context(&session.events), assemble_context(&events));
+        let tail = store.load_live_tail(&key()).unwrap();
+        proptest::prop_assert_eq!(&tail.events, &live_tail(&events));
+        proptest::prop_assert_eq!(tail.revision, revision);
+        proptest::prop_assert_eq!(&tail.state, &session.state);
+        let snapshot = store.gate_snapshot(&key()).unwrap();
+        proptest::prop_assert_eq!(snapshot.input, compaction_core::gate_input(&events));
+        proptest::prop_assert_eq!(snapshot.revision, revision);
     }
 }

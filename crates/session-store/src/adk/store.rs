@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use compaction_core::{Event, Revision, Session, SessionKey, SessionStore, StoreError};
+use compaction_core::{
+    Event, EventOutline, GateSnapshot, Revision, Session, SessionKey, SessionStore, StoreError,
+    Timestamp, coordinator_prompt_tokens, coordinator_view, gate_input, live_tail_positions,
+};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::{Map, Value};
 
@@ -307,18 +310,16 @@ impl AdkStore {
         }
     }
 
-    /// Loads a session with its whole history, as ADK's `get_session` would (one read
-    /// transaction).
-    pub fn get_session(&self, key: &SessionKey) -> Result<Session, SessionStoreError> {
-        let op = || format!("loading session {key}");
-        let mut conn = self.conn();
-        let tx = conn.transaction().map_err(self.sqlite_error(op))?;
-        let Some(revision) = self.read_revision(&tx, key)? else {
-            return Err(self.not_found(key));
-        };
-        let session_state = self
+    /// The session's state merged as ADK's `_merge_state` merges it: session keys, then
+    /// `app:` and `user:` prefixed ones.
+    fn read_merged_state(
+        &self,
+        conn: &Connection,
+        key: &SessionKey,
+    ) -> Result<Map<String, Value>, SessionStoreError> {
+        let mut state = self
             .read_state(
-                &tx,
+                conn,
                 key,
                 "SELECT state FROM sessions WHERE app_name = ?1 AND user_id = ?2 AND id = ?3",
                 &[&key.app_name, &key.user_id, &key.session_id],
@@ -326,57 +327,209 @@ impl AdkStore {
             )?
             .unwrap_or_default();
         let app_state = self.read_state(
-            &tx,
+            conn,
             key,
             "SELECT state FROM app_states WHERE app_name = ?1",
             &[&key.app_name],
             "app",
         )?;
         let user_state = self.read_state(
-            &tx,
+            conn,
             key,
             "SELECT state FROM user_states WHERE app_name = ?1 AND user_id = ?2",
             &[&key.app_name, &key.user_id],
             "user",
         )?;
-        // ADK's `_merge_state`: session keys, then `app:` and `user:` prefixed ones.
-        let mut state = session_state;
         for (k, v) in app_state.unwrap_or_default() {
             state.insert(format!("app:{k}"), v);
         }
         for (k, v) in user_state.unwrap_or_default() {
             state.insert(format!("user:{k}"), v);
         }
+        Ok(state)
+    }
+
+    /// Runs `read` in one read transaction with the session's revision and merged state;
+    /// a missing session is [`SessionStoreError::NotFound`].
+    fn read_session<T>(
+        &self,
+        key: &SessionKey,
+        read: impl FnOnce(&Connection, Revision, Map<String, Value>) -> Result<T, SessionStoreError>,
+    ) -> Result<T, SessionStoreError> {
+        let op = || format!("loading session {key}");
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(self.sqlite_error(op))?;
+        let Some(revision) = self.read_revision(&tx, key)? else {
+            return Err(self.not_found(key));
+        };
+        let state = self.read_merged_state(&tx, key)?;
+        let out = read(&tx, revision, state)?;
+        tx.commit().map_err(self.sqlite_error(op))?;
+        Ok(out)
+    }
+
+    /// Selects `columns` of the session's events in ADK's order (timestamp, then `id` for
+    /// `DatabaseSessionService`, insertion for `SqliteSessionService`).
+    fn events_sql(&self, columns: &str) -> String {
         let order = match self.inner.flavor {
             AdkFlavor::Database => "timestamp ASC, id ASC",
             AdkFlavor::Sqlite => "timestamp ASC, rowid ASC",
         };
-        let sql = format!(
-            "SELECT id, invocation_id, timestamp, event_data FROM events \
+        format!(
+            "SELECT {columns} FROM events \
              WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3 ORDER BY {order}"
-        );
-        let events_op = || format!("reading the events of session {key}");
-        let mut stmt = tx.prepare(&sql).map_err(self.sqlite_error(events_op))?;
-        let mut rows = stmt
-            .query(params![key.app_name, key.user_id, key.session_id])
-            .map_err(self.sqlite_error(events_op))?;
-        let mut events = Vec::new();
-        while let Some(row) = rows.next().map_err(self.sqlite_error(events_op))? {
-            let id: String = row.get(0).map_err(self.sqlite_error(events_op))?;
-            let invocation: String = row.get(1).map_err(self.sqlite_error(events_op))?;
-            let ts = row.get_ref(2).map_err(self.sqlite_error(events_op))?;
-            let column_ts = schema::column_seconds(ts);
-            let data: Option<String> = row.get(3).map_err(self.sqlite_error(events_op))?;
-            events.push(self.parse_event(key, events.len(), id, invocation, column_ts, data)?);
-        }
-        drop(rows);
-        drop(stmt);
-        tx.commit().map_err(self.sqlite_error(op))?;
-        Ok(Session {
-            key: key.clone(),
-            state,
-            events,
-            revision,
+        )
+    }
+
+    /// Loads a session with its whole history, as ADK's `get_session` would (one read
+    /// transaction).
+    pub fn get_session(&self, key: &SessionKey) -> Result<Session, SessionStoreError> {
+        self.read_session(key, |conn, revision, state| {
+            let events_op = || format!("reading the events of session {key}");
+            let sql = self.events_sql("id, invocation_id, timestamp, event_data");
+            let mut stmt = conn.prepare(&sql).map_err(self.sqlite_error(events_op))?;
+            let mut rows = stmt
+                .query(params![key.app_name, key.user_id, key.session_id])
+                .map_err(self.sqlite_error(events_op))?;
+            let mut events = Vec::new();
+            while let Some(row) = rows.next().map_err(self.sqlite_error(events_op))? {
+                let id: String = row.get(0).map_err(self.sqlite_error(events_op))?;
+                let invocation: String = row.get(1).map_err(self.sqlite_error(events_op))?;
+                let ts = row.get_ref(2).map_err(self.sqlite_error(events_op))?;
+                let column_ts = schema::column_seconds(ts);
+                let data: Option<String> = row.get(3).map_err(self.sqlite_error(events_op))?;
+                events.push(self.parse_event(
+                    key,
+                    events.len(),
+                    id,
+                    invocation,
+                    column_ts,
+                    data,
+                )?);
+            }
+            Ok(Session {
+                key: key.clone(),
+                state,
+                events,
+                revision,
+            })
+        })
+    }
+
+    /// The session with only its live tail (what [`compaction_core::live_tail`] keeps of the
+    /// whole history), in one read transaction, plus the coordinator prompt tokens of the
+    /// whole history. ADK's layout has no index on compactions, so this still reads every
+    /// row, but only as an [`EventOutline`] (timestamp, scope, prompt tokens, compaction range,
+    /// rewind target; the content is skipped unread); the rows of the tail are then read
+    /// whole by primary key. A row whose JSON does not parse is refused here as in
+    /// [`AdkStore::get_session`]; one that outlines but would not parse whole is reported only
+    /// when it is in the tail.
+    fn read_live_tail(
+        &self,
+        key: &SessionKey,
+    ) -> Result<(Session, Option<u64>), SessionStoreError> {
+        self.read_session(key, |conn, revision, state| {
+            let events_op = || format!("outlining the events of session {key}");
+            let sql = self.events_sql("id, invocation_id, timestamp, event_data");
+            let mut stmt = conn.prepare(&sql).map_err(self.sqlite_error(events_op))?;
+            let mut rows = stmt
+                .query(params![key.app_name, key.user_id, key.session_id])
+                .map_err(self.sqlite_error(events_op))?;
+            let mut outlines = Vec::new();
+            while let Some(row) = rows.next().map_err(self.sqlite_error(events_op))? {
+                let id: String = row.get(0).map_err(self.sqlite_error(events_op))?;
+                let invocation: String = row.get(1).map_err(self.sqlite_error(events_op))?;
+                let ts = row.get_ref(2).map_err(self.sqlite_error(events_op))?;
+                let data = row.get_ref(3).map_err(self.sqlite_error(events_op))?;
+                let text = match data {
+                    rusqlite::types::ValueRef::Null => None,
+                    other => Some(other.as_str().map_err(|e| {
+                        self.sqlite_error(events_op)(rusqlite::Error::FromSqlConversionFailure(
+                            3,
+                            other.data_type(),
+                            Box::new(e),
+                        ))
+                    })?),
+                };
+                let outline: EventOutline = match text {
+                    None => EventOutline::default(),
+                    Some(text) => serde_json::from_str(text).map_err(|source| {
+                        SessionStoreError::CorruptEvent {
+                            path: self.inner.path.clone(),
+                            key: Box::new(key.clone()),
+                            revision: outlines.len() as u64 + 1,
+                            event_id: id.clone(),
+                            source,
+                        }
+                    })?,
+                };
+                let timestamp = match outline.timestamp {
+                    Some(ts) => ts,
+                    None => {
+                        let seconds = schema::column_seconds(ts)
+                            .map_err(|v| self.bad_time(key, "events", "timestamp", v))?;
+                        Timestamp::new(seconds).map_err(|_| {
+                            self.bad_time(key, "events", "timestamp", seconds.to_string())
+                        })?
+                    }
+                };
+                outlines.push(outline.into_event(id, invocation, timestamp));
+            }
+            drop(rows);
+            drop(stmt);
+            let prompt_tokens = coordinator_prompt_tokens(coordinator_view(&outlines).into_iter());
+            let tail_op = || format!("reading the live tail of session {key}");
+            let mut stmt = conn
+                .prepare(
+                    "SELECT invocation_id, timestamp, event_data FROM events \
+                     WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3 AND id = ?4",
+                )
+                .map_err(self.sqlite_error(tail_op))?;
+            let mut events = Vec::new();
+            for position in live_tail_positions(&outlines) {
+                let id = outlines[position].id.clone();
+                let (invocation, column_ts, data) = stmt
+                    .query_row(
+                        params![key.app_name, key.user_id, key.session_id, id],
+                        |row| {
+                            Ok((
+                                row.get::<_, String>(0)?,
+                                schema::column_seconds(row.get_ref(1)?),
+                                row.get::<_, Option<String>>(2)?,
+                            ))
+                        },
+                    )
+                    .map_err(self.sqlite_error(tail_op))?;
+                events.push(self.parse_event(key, position, id, invocation, column_ts, data)?);
+            }
+            let session = Session {
+                key: key.clone(),
+                state,
+                events,
+                revision,
+            };
+            Ok((session, prompt_tokens))
+        })
+    }
+
+    /// Loads the session's state, revision and live tail (see
+    /// [`compaction_core::SessionStore::load_live_tail`]) in one read transaction.
+    pub fn load_live_tail(&self, key: &SessionKey) -> Result<Session, SessionStoreError> {
+        Ok(self.read_live_tail(key)?.0)
+    }
+
+    /// The gate's figures and the revision they belong to, from one read of the live tail:
+    /// the completed turns since the live compaction come from the tail, the coordinator
+    /// prompt tokens from the outlines of the whole history. They equal
+    /// [`compaction_core::gate_input`] of the whole history whenever timestamps follow
+    /// append order.
+    pub fn gate_snapshot(&self, key: &SessionKey) -> Result<GateSnapshot, SessionStoreError> {
+        let (tail, prompt_tokens) = self.read_live_tail(key)?;
+        let mut input = gate_input(&tail.events);
+        input.coordinator_prompt_tokens = prompt_tokens;
+        Ok(GateSnapshot {
+            input,
+            revision: tail.revision,
         })
     }
 
@@ -559,6 +712,16 @@ impl SessionStore for AdkStore {
     async fn load(&self, key: &SessionKey) -> Result<Session, StoreError> {
         let key = key.clone();
         Ok(self.blocking(move |s| s.get_session(&key)).await?)
+    }
+
+    async fn load_live_tail(&self, key: &SessionKey) -> Result<Session, StoreError> {
+        let key = key.clone();
+        Ok(self.blocking(move |s| s.load_live_tail(&key)).await?)
+    }
+
+    async fn gate_snapshot(&self, key: &SessionKey) -> Result<GateSnapshot, StoreError> {
+        let key = key.clone();
+        Ok(self.blocking(move |s| s.gate_snapshot(&key)).await?)
     }
 
     async fn append(
