@@ -27,6 +27,9 @@ mod history;
 
 const SIZES: [usize; 2] = [1_000, 10_000];
 
+/// One read of a session: the sync whole load, or a port call on the runtime.
+type Read = fn(&AdkStore, &SessionKey, &tokio::runtime::Runtime);
+
 const LAYOUTS: [(&str, &str); 2] = [
     (
         "database",
@@ -79,42 +82,35 @@ fn benches(c: &mut Criterion) {
             sessions.push((layout, size, adk_session(dir.path(), layout, ddl, size)));
         }
     }
-    let mut group = c.benchmark_group("adk_load");
-    group.sample_size(10);
-    for (layout, size, (store, key)) in &sessions {
-        group.bench_function(BenchmarkId::new(*layout, size), |b| {
-            b.iter(|| black_box(store.get_session(key).expect("session")));
-        });
-    }
-    group.finish();
-    let mut group = c.benchmark_group("adk_gate_snapshot");
-    group.sample_size(10);
-    for (layout, size, (store, key)) in &sessions {
-        group.bench_function(BenchmarkId::new(*layout, size), |b| {
-            b.iter(|| {
-                black_box(
-                    runtime
-                        .block_on(SessionStore::gate_snapshot(store, key))
-                        .expect("gate"),
-                )
+    let reads: [(&str, Read); 3] = [
+        ("adk_load", |store, key, _| {
+            black_box(store.get_session(key).expect("session"));
+        }),
+        ("adk_gate_snapshot", |store, key, runtime| {
+            black_box(
+                runtime
+                    .block_on(SessionStore::gate_snapshot(store, key))
+                    .expect("gate"),
+            );
+        }),
+        ("adk_load_live_tail", |store, key, runtime| {
+            black_box(
+                runtime
+                    .block_on(SessionStore::load_live_tail(store, key))
+                    .expect("tail"),
+            );
+        }),
+    ];
+    for (name, read) in reads {
+        let mut group = c.benchmark_group(name);
+        group.sample_size(10);
+        for (layout, size, (store, key)) in &sessions {
+            group.bench_function(BenchmarkId::new(*layout, size), |b| {
+                b.iter(|| read(store, key, &runtime));
             });
-        });
+        }
+        group.finish();
     }
-    group.finish();
-    let mut group = c.benchmark_group("adk_load_live_tail");
-    group.sample_size(10);
-    for (layout, size, (store, key)) in &sessions {
-        group.bench_function(BenchmarkId::new(*layout, size), |b| {
-            b.iter(|| {
-                black_box(
-                    runtime
-                        .block_on(SessionStore::load_live_tail(store, key))
-                        .expect("tail"),
-                )
-            });
-        });
-    }
-    group.finish();
 }
 
 criterion_group!(adk_benches, benches);

@@ -171,7 +171,7 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             black_box(
                 runtime
-                    .block_on(store.gate_snapshot(&key))
+                    .block_on(SessionStore::gate_snapshot(&store, &key))
                     .expect("snapshot"),
             )
         });

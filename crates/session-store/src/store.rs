@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use compaction_core::{Event, GateInput, Revision, Session, SessionKey};
+use compaction_core::{Event, GateInput, GateSnapshot, Revision, Session, SessionKey};
 use rusqlite::{Connection, OptionalExtension, Transaction};
 use serde_json::{Map, Value};
 
@@ -435,6 +435,16 @@ impl SqliteStore {
             .map_err(self.sqlite_error(|| format!("reading the header of session {key}")))?
             .map(|row| row.header())
             .ok_or_else(|| self.not_found(key))
+    }
+
+    /// The gate's figures and the revision they belong to, from the header (what the port's
+    /// `gate_snapshot` answers).
+    pub fn gate_snapshot(&self, key: &SessionKey) -> Result<GateSnapshot, SessionStoreError> {
+        let header = self.header(key)?;
+        Ok(GateSnapshot {
+            input: header.gate,
+            revision: header.revision,
+        })
     }
 
     /// Runs SQLite's `PRAGMA integrity_check`: `Ok(vec!["ok"])` when the file is sound,

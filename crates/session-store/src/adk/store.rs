@@ -4,10 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use async_trait::async_trait;
 use compaction_core::{
-    Event, EventOutline, GateSnapshot, Revision, Session, SessionKey, SessionStore, StoreError,
-    Timestamp, coordinator_prompt_tokens, coordinator_view, gate_input, live_tail_positions,
+    Event, EventOutline, GateSnapshot, Revision, Session, SessionKey, Timestamp,
+    coordinator_prompt_tokens, coordinator_view, gate_input, live_tail_positions,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::{Map, Value};
@@ -56,6 +55,16 @@ struct Inner {
     flavor: AdkFlavor,
     options: OpenOptions,
     conn: Mutex<Connection>,
+}
+
+/// One row of the `events` table, borrowed from the statement.
+struct EventRow<'r> {
+    /// Its place in ADK's order, from 0.
+    position: usize,
+    id: String,
+    invocation_id: String,
+    column_timestamp: rusqlite::types::ValueRef<'r>,
+    data: Option<&'r str>,
 }
 
 /// A Google ADK sessions database (written by `DatabaseSessionService` or
@@ -385,28 +394,19 @@ impl AdkStore {
     /// transaction).
     pub fn get_session(&self, key: &SessionKey) -> Result<Session, SessionStoreError> {
         self.read_session(key, |conn, revision, state| {
-            let events_op = || format!("reading the events of session {key}");
-            let sql = self.events_sql("id, invocation_id, timestamp, event_data");
-            let mut stmt = conn.prepare(&sql).map_err(self.sqlite_error(events_op))?;
-            let mut rows = stmt
-                .query(params![key.app_name, key.user_id, key.session_id])
-                .map_err(self.sqlite_error(events_op))?;
             let mut events = Vec::new();
-            while let Some(row) = rows.next().map_err(self.sqlite_error(events_op))? {
-                let id: String = row.get(0).map_err(self.sqlite_error(events_op))?;
-                let invocation: String = row.get(1).map_err(self.sqlite_error(events_op))?;
-                let ts = row.get_ref(2).map_err(self.sqlite_error(events_op))?;
-                let column_ts = schema::column_seconds(ts);
-                let data: Option<String> = row.get(3).map_err(self.sqlite_error(events_op))?;
-                events.push(self.parse_event(
+            self.for_each_event_row(conn, key, |row| {
+                let event = self.parse_event(
                     key,
-                    events.len(),
-                    id,
-                    invocation,
-                    column_ts,
-                    data,
-                )?);
-            }
+                    row.position,
+                    row.id,
+                    row.invocation_id,
+                    schema::column_seconds(row.column_timestamp),
+                    row.data,
+                )?;
+                events.push(event);
+                Ok(())
+            })?;
             Ok(Session {
                 key: key.clone(),
                 state,
@@ -414,6 +414,41 @@ impl AdkStore {
                 revision,
             })
         })
+    }
+
+    /// Calls `each` with every event row of the session, in ADK's order.
+    fn for_each_event_row(
+        &self,
+        conn: &Connection,
+        key: &SessionKey,
+        mut each: impl FnMut(EventRow<'_>) -> Result<(), SessionStoreError>,
+    ) -> Result<(), SessionStoreError> {
+        let op = || format!("reading the events of session {key}");
+        let sql = self.events_sql("id, invocation_id, timestamp, event_data");
+        let mut stmt = conn.prepare(&sql).map_err(self.sqlite_error(op))?;
+        let mut rows = stmt
+            .query(params![key.app_name, key.user_id, key.session_id])
+            .map_err(self.sqlite_error(op))?;
+        let mut position = 0;
+        while let Some(row) = rows.next().map_err(self.sqlite_error(op))? {
+            let data = row
+                .get_ref(3)
+                .and_then(|v| {
+                    v.as_str_or_null().map_err(|e| {
+                        rusqlite::Error::FromSqlConversionFailure(3, v.data_type(), Box::new(e))
+                    })
+                })
+                .map_err(self.sqlite_error(op))?;
+            each(EventRow {
+                position,
+                id: row.get(0).map_err(self.sqlite_error(op))?,
+                invocation_id: row.get(1).map_err(self.sqlite_error(op))?,
+                column_timestamp: row.get_ref(2).map_err(self.sqlite_error(op))?,
+                data,
+            })?;
+            position += 1;
+        }
+        Ok(())
     }
 
     /// The session with only its live tail (what [`compaction_core::live_tail`] keeps of the
@@ -429,36 +464,16 @@ impl AdkStore {
         key: &SessionKey,
     ) -> Result<(Session, Option<u64>), SessionStoreError> {
         self.read_session(key, |conn, revision, state| {
-            let events_op = || format!("outlining the events of session {key}");
-            let sql = self.events_sql("id, invocation_id, timestamp, event_data");
-            let mut stmt = conn.prepare(&sql).map_err(self.sqlite_error(events_op))?;
-            let mut rows = stmt
-                .query(params![key.app_name, key.user_id, key.session_id])
-                .map_err(self.sqlite_error(events_op))?;
             let mut outlines = Vec::new();
-            while let Some(row) = rows.next().map_err(self.sqlite_error(events_op))? {
-                let id: String = row.get(0).map_err(self.sqlite_error(events_op))?;
-                let invocation: String = row.get(1).map_err(self.sqlite_error(events_op))?;
-                let ts = row.get_ref(2).map_err(self.sqlite_error(events_op))?;
-                let data = row.get_ref(3).map_err(self.sqlite_error(events_op))?;
-                let text = match data {
-                    rusqlite::types::ValueRef::Null => None,
-                    other => Some(other.as_str().map_err(|e| {
-                        self.sqlite_error(events_op)(rusqlite::Error::FromSqlConversionFailure(
-                            3,
-                            other.data_type(),
-                            Box::new(e),
-                        ))
-                    })?),
-                };
-                let outline: EventOutline = match text {
+            self.for_each_event_row(conn, key, |row| {
+                let outline: EventOutline = match row.data {
                     None => EventOutline::default(),
                     Some(text) => serde_json::from_str(text).map_err(|source| {
                         SessionStoreError::CorruptEvent {
                             path: self.inner.path.clone(),
                             key: Box::new(key.clone()),
-                            revision: outlines.len() as u64 + 1,
-                            event_id: id.clone(),
+                            revision: row.position as u64 + 1,
+                            event_id: row.id.clone(),
                             source,
                         }
                     })?,
@@ -466,17 +481,16 @@ impl AdkStore {
                 let timestamp = match outline.timestamp {
                     Some(ts) => ts,
                     None => {
-                        let seconds = schema::column_seconds(ts)
+                        let seconds = schema::column_seconds(row.column_timestamp)
                             .map_err(|v| self.bad_time(key, "events", "timestamp", v))?;
                         Timestamp::new(seconds).map_err(|_| {
                             self.bad_time(key, "events", "timestamp", seconds.to_string())
                         })?
                     }
                 };
-                outlines.push(outline.into_event(id, invocation, timestamp));
-            }
-            drop(rows);
-            drop(stmt);
+                outlines.push(outline.into_event(row.id, row.invocation_id, timestamp));
+                Ok(())
+            })?;
             let prompt_tokens = coordinator_prompt_tokens(coordinator_view(&outlines).into_iter());
             let tail_op = || format!("reading the live tail of session {key}");
             let mut stmt = conn
@@ -500,7 +514,14 @@ impl AdkStore {
                         },
                     )
                     .map_err(self.sqlite_error(tail_op))?;
-                events.push(self.parse_event(key, position, id, invocation, column_ts, data)?);
+                events.push(self.parse_event(
+                    key,
+                    position,
+                    id,
+                    invocation,
+                    column_ts,
+                    data.as_deref(),
+                )?);
             }
             let session = Session {
                 key: key.clone(),
@@ -542,7 +563,7 @@ impl AdkStore {
         id: String,
         invocation: String,
         column_ts: Result<f64, String>,
-        data: Option<String>,
+        data: Option<&str>,
     ) -> Result<Event, SessionStoreError> {
         let corrupt = |source: serde_json::Error, id: &str| SessionStoreError::CorruptEvent {
             path: self.inner.path.clone(),
@@ -551,7 +572,7 @@ impl AdkStore {
             event_id: id.to_owned(),
             source,
         };
-        let mut map: Map<String, Value> = match data.as_deref() {
+        let mut map: Map<String, Value> = match data {
             None => Map::new(),
             Some(text) => serde_json::from_str(text).map_err(|e| corrupt(e, &id))?,
         };
@@ -688,51 +709,5 @@ impl AdkStore {
         .map_err(self.sqlite_error(op))?;
         tx.commit().map_err(self.sqlite_error(op))?;
         Ok(Revision(new_micros.unsigned_abs()))
-    }
-
-    /// Runs `call` with a clone of the store on tokio's blocking pool.
-    async fn blocking<T, F>(&self, call: F) -> Result<T, SessionStoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&AdkStore) -> Result<T, SessionStoreError> + Send + 'static,
-    {
-        let store = self.clone();
-        tokio::task::spawn_blocking(move || call(&store))
-            .await
-            .map_err(|e| SessionStoreError::Task {
-                path: self.inner.path.clone(),
-                operation: "running an ADK store call".to_owned(),
-                message: e.to_string(),
-            })?
-    }
-}
-
-#[async_trait]
-impl SessionStore for AdkStore {
-    async fn load(&self, key: &SessionKey) -> Result<Session, StoreError> {
-        let key = key.clone();
-        Ok(self.blocking(move |s| s.get_session(&key)).await?)
-    }
-
-    async fn load_live_tail(&self, key: &SessionKey) -> Result<Session, StoreError> {
-        let key = key.clone();
-        Ok(self.blocking(move |s| s.load_live_tail(&key)).await?)
-    }
-
-    async fn gate_snapshot(&self, key: &SessionKey) -> Result<GateSnapshot, StoreError> {
-        let key = key.clone();
-        Ok(self.blocking(move |s| s.gate_snapshot(&key)).await?)
-    }
-
-    async fn append(
-        &self,
-        key: &SessionKey,
-        expected: Revision,
-        event: Event,
-    ) -> Result<Revision, StoreError> {
-        let key = key.clone();
-        Ok(self
-            .blocking(move |s| s.append_event(&key, expected, &event))
-            .await?)
     }
 }
