@@ -37,6 +37,28 @@ fn transcript(n: usize, tokens: impl Fn(usize) -> u64) -> String {
         .join("\n")
 }
 
+/// The built binary, with no ambient OTLP endpoint (an exporter is only what a test asks for).
+fn compaction() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_compaction"));
+    command
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+    command
+}
+
+/// `compaction replay FILE` on the offline models, with a config file in `dir` that does not
+/// exist yet (so the spec defaults apply).
+fn offline_replay(dir: &Path, file: &Path) -> Command {
+    let mut command = compaction();
+    command
+        .arg("replay")
+        .arg(file)
+        .args(["--decision", "offline", "--summarizer", "offline"])
+        .arg("--config")
+        .arg(dir.join("c.json"));
+    command
+}
+
 fn write_config(
     dir: &Path,
     decision_url: &str,
@@ -66,22 +88,16 @@ fn write_config(
 fn replay(dir: &Path, config: &Path, transcript: &str) -> Vec<Value> {
     let file = dir.join("transcript.jsonl");
     std::fs::write(&file, transcript).expect("write transcript");
-    let out = Command::new(env!("CARGO_BIN_EXE_compaction"))
-        .args([
-            "replay",
-            file.to_str().expect("utf-8"),
-            "--json",
-            "--session",
-            "e2e",
-        ])
+    let out = compaction()
+        .arg("replay")
+        .arg(&file)
+        .args(["--json", "--session", "e2e"])
         .arg("--db")
         .arg(dir.join("sessions.db"))
         .arg("--config")
         .arg(config)
         .env("E2E_DECISION_KEY", "sk-e2e-decision-secret")
         .env("E2E_SUMMARIZER_KEY", "sk-e2e-summarizer-secret")
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .output()
         .expect("run compaction");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -297,19 +313,7 @@ fn a_malformed_transcript_names_the_line_and_field() {
         "{\"user\":\"q\",\"assistant\":\"a\"}\n{\"user\":\"q2\"}\n",
     )
     .expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_compaction"))
-        .args([
-            "replay",
-            file.to_str().expect("utf-8"),
-            "--decision",
-            "offline",
-            "--summarizer",
-            "offline",
-        ])
-        .arg("--config")
-        .arg(dir.path().join("c.json"))
-        .output()
-        .expect("run");
+    let out = offline_replay(dir.path(), &file).output().expect("run");
     assert_eq!(out.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -323,7 +327,7 @@ fn a_corrupt_database_is_named() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("corrupt.db");
     std::fs::write(&db, vec![0x42u8; 8192]).expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_compaction"))
+    let out = compaction()
         .args(["inspect", "--session", "s"])
         .arg("--db")
         .arg(&db)
@@ -337,10 +341,7 @@ fn a_corrupt_database_is_named() {
 /// The demo's output, with volatile figures (timestamps, generated ids) redacted.
 #[test]
 fn demo_output() {
-    let out = Command::new(env!("CARGO_BIN_EXE_compaction"))
-        .arg("demo")
-        .output()
-        .expect("run demo");
+    let out = compaction().arg("demo").output().expect("run demo");
     assert!(
         out.status.success(),
         "{}",
@@ -369,17 +370,7 @@ async fn otlp_export_reaches_a_collector() {
     // Six turns above the ceiling: the backstop forces a compaction, so both kinds of span
     // may appear without a remote model.
     std::fs::write(&file, transcript(6, |_| 120_000)).expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_compaction"))
-        .args([
-            "replay",
-            file.to_str().expect("utf-8"),
-            "--decision",
-            "offline",
-            "--summarizer",
-            "offline",
-        ])
-        .arg("--config")
-        .arg(dir.path().join("c.json"))
+    let out = offline_replay(dir.path(), &file)
         .arg("--otlp")
         .arg(format!("{}/v1/traces", collector.uri()))
         .output()

@@ -65,16 +65,7 @@ fn a_watcher_sees_a_change_made_by_another_process() {
 /// valid, the values only grow, and the last one is the final value.
 #[test]
 fn a_watcher_never_sees_a_torn_write_from_an_atomic_writer() {
-    let (_dir, store, file) = store();
-    let current = reset(&store);
-    let mut watcher = store.watch_from(&current);
-    let child = helper()
-        .args(["increment", file.to_str().expect("utf-8"), "150"])
-        .spawn()
-        .expect("spawn helper");
-    let floors = watch_until_exit(&mut watcher, child);
-    assert!(floors.is_sorted(), "{floors:?}");
-    assert_eq!(floors.last(), Some(&150), "{floors:?}");
+    watch_a_writer_of_150_increments("increment");
 }
 
 /// The same against a writer that rewrites the file in place in two chunks under the lock (as
@@ -82,11 +73,17 @@ fn a_watcher_never_sees_a_torn_write_from_an_atomic_writer() {
 /// the shared lock means such a state is never delivered.
 #[test]
 fn a_watcher_never_sees_a_torn_write_from_an_in_place_writer() {
+    watch_a_writer_of_150_increments("inplace");
+}
+
+/// Watches while the helper's `mode` writer makes 150 increments of the token floor: every
+/// delivered floor is whole, the floors only grow, and the last is 150.
+fn watch_a_writer_of_150_increments(mode: &str) {
     let (_dir, store, file) = store();
     let current = reset(&store);
     let mut watcher = store.watch_from(&current);
     let child = helper()
-        .args(["inplace", file.to_str().expect("utf-8"), "150"])
+        .args([mode, file.to_str().expect("utf-8"), "150"])
         .spawn()
         .expect("spawn helper");
     let floors = watch_until_exit(&mut watcher, child);

@@ -5,7 +5,11 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+use std::time::{Duration, Instant};
+
 use compaction_core::{DecisionState, ProbeRequest};
+use decision_client::DecisionError;
+use decision_client::http::HttpError;
 use wiremock::Request;
 
 /// A key that must never show up anywhere.
@@ -20,6 +24,20 @@ pub(crate) fn spec_probe() -> ProbeRequest {
             latest_turn: "**User**: What are the current levelized cost of storage (LCOS) estimates for vanadium redox flow batteries in grid peaking applications?\n**Assistant**: Stack materials and vanadium electrolyte prices dominate capex, resulting in an estimated LCOS between $0.20 and $0.35/kWh.".to_owned(),
         },
     )
+}
+
+/// Asserts that `e` is the adapter's `timeout` firing, and that it fired about on time: no
+/// sooner than `timeout` after `started`, and well before the server's 5 s delay.
+pub(crate) fn assert_timed_out(e: &DecisionError, timeout: Duration, started: Instant) {
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(e.http(), Some(HttpError::Timeout { timeout: t, .. }) if *t == timeout),
+        "{e}"
+    );
+    assert!(
+        elapsed >= timeout && elapsed < Duration::from_secs(2),
+        "{elapsed:?}"
+    );
 }
 
 /// Everything written to the log while a test runs.
