@@ -8,9 +8,10 @@ use compaction_core::testing::{
     SteppingClock,
 };
 use compaction_core::{
-    CharsPerToken, ContextEntry, Engine, Event, GateDecision, GateInput, Outcome, ProbeRequest,
-    Session, Settings, SummaryRequest, TokenEstimator, assemble_context, completed_turns,
-    coordinator_view, envelope_gate, extract_decision_state, live_tail, plan_compaction,
+    CharsPerToken, ContextEntry, Engine, Event, EventOutline, GateDecision, GateInput, Outcome,
+    ProbeRequest, Session, Settings, SummaryRequest, TokenEstimator, assemble_context,
+    completed_turns, coordinator_prompt_tokens, coordinator_view, envelope_gate,
+    extract_decision_state, live_tail, live_tail_positions, plan_compaction,
 };
 use proptest::prelude::*;
 use serde_json::Map;
@@ -266,6 +267,29 @@ proptest! {
         for k in 0..4 {
             prop_assert_eq!(plan(&tail_events, k), plan(events, k));
         }
+    }
+
+    /// Outlines stand in for whole events wherever a store decides which rows to read: each
+    /// event written as JSON and read back as an [`EventOutline`] gives the same live-tail
+    /// positions and the same coordinator prompt tokens as the whole history.
+    #[test]
+    fn outlines_find_the_same_live_tail_and_prompt_tokens(settings in settings(), steps in prop::collection::vec(step(), 1..28)) {
+        let (session, _) = replay(settings, &steps)?;
+        let events = &session.events;
+        let outlines: Vec<Event> = events
+            .iter()
+            .map(|e| {
+                let json = serde_json::to_string(e).expect("an event serializes");
+                let outline: EventOutline = serde_json::from_str(&json).expect("an outline parses");
+                prop_assert_eq!(outline.timestamp, Some(e.timestamp));
+                Ok(outline.into_event(e.id.clone(), e.invocation_id.clone(), e.timestamp))
+            })
+            .collect::<Result<_, TestCaseError>>()?;
+        prop_assert_eq!(live_tail_positions(&outlines), live_tail_positions(events));
+        prop_assert_eq!(
+            coordinator_prompt_tokens(coordinator_view(&outlines).into_iter()),
+            coordinator_prompt_tokens(coordinator_view(events).into_iter())
+        );
     }
 
     /// No scoped event reaches the decision state, the summarizer prompt or the context.
