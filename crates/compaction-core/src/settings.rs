@@ -73,7 +73,7 @@ impl Default for Settings {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SettingsError {
-    /// A count was negative.
+    /// A token count (floor or ceiling) was negative.
     #[error("{key} must be a non-negative integer, got {value}")]
     Negative {
         /// The key.
@@ -109,25 +109,54 @@ pub enum SettingsError {
     },
 }
 
-/// The min_turns clamp fired (spec 3.1): the caller should log this as a warning.
+/// The spec 3.1 disambiguation fired: K was negative (`effective_k = max(0, K)`), or
+/// min_turns was not above K (`effective_min_turns = K + 1`). The caller should log this as a
+/// warning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClampWarning {
     /// The configured min_turns.
-    pub configured_min_turns: u64,
-    /// The effective K.
+    pub configured_min_turns: i64,
+    /// The configured K.
+    pub configured_retention_turns: i64,
+    /// The effective K, `max(0, configured K)`.
     pub retention_turns: u64,
-    /// The clamped value, K + 1.
+    /// The effective min_turns: the configured one, or K + 1 when that was not above K.
     pub effective_min_turns: u64,
+}
+
+impl ClampWarning {
+    /// True when min_turns was clamped to K + 1.
+    pub fn min_turns_clamped(&self) -> bool {
+        i128::from(self.configured_min_turns) <= i128::from(self.retention_turns)
+    }
+
+    /// True when a negative K was raised to 0.
+    pub fn retention_clamped(&self) -> bool {
+        self.configured_retention_turns < 0
+    }
 }
 
 impl std::fmt::Display for ClampWarning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{KEY_MIN_TURNS} ({}) must be strictly greater than retention_turns ({}). \
-             Disambiguating by clamping effective_min_turns to {}.",
-            self.configured_min_turns, self.retention_turns, self.effective_min_turns
-        )
+        if self.retention_clamped() {
+            write!(
+                f,
+                "{KEY_RETENTION_TURNS} ({}) is negative. Disambiguating by using retention_turns 0.",
+                self.configured_retention_turns
+            )?;
+            if self.min_turns_clamped() {
+                f.write_str(" ")?;
+            }
+        }
+        if self.min_turns_clamped() {
+            write!(
+                f,
+                "{KEY_MIN_TURNS} ({}) must be strictly greater than retention_turns ({}). \
+                 Disambiguating by clamping effective_min_turns to {}.",
+                self.configured_min_turns, self.retention_turns, self.effective_min_turns
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -159,14 +188,15 @@ fn non_negative(key: &'static str, value: i64) -> Result<u64, SettingsError> {
 }
 
 impl Settings {
-    /// Validates every key and applies the clamp
-    /// `effective_min_turns = max(min_turns, K + 1)`.
+    /// Validates every key and applies spec 3.1's disambiguation: `effective_k = max(0, K)`
+    /// and `effective_min_turns = K + 1` when min_turns <= K (a negative min_turns included),
+    /// with a [`ClampWarning`] when either fired.
     pub fn effective(&self) -> Result<EffectiveSettings, SettingsError> {
-        let k = non_negative(
-            KEY_RETENTION_TURNS,
-            self.adaptive_compaction_retention_turns,
-        )?;
-        let raw_min = non_negative(KEY_MIN_TURNS, self.adaptive_compaction_min_turns)?;
+        // Spec 3.1: `effective_k = max(0, K)`; any min_turns <= K (negative ones included) is
+        // clamped to K + 1 below.
+        let configured_k = self.adaptive_compaction_retention_turns;
+        let configured_min = self.adaptive_compaction_min_turns;
+        let k = u64::try_from(configured_k).unwrap_or(0);
         let floor = non_negative(KEY_TOKEN_FLOOR, self.adaptive_compaction_token_floor)?;
         let ceiling = non_negative(KEY_TOKEN_CEILING, self.adaptive_compaction_token_ceiling)?;
         let tau = self.adaptive_compaction_threshold;
@@ -190,17 +220,22 @@ impl Settings {
                 return Err(SettingsError::EmptyModel { key });
             }
         }
-        let (min_turns, clamp_warning) = if raw_min <= k {
-            let clamped = k + 1;
-            let warning = ClampWarning {
-                configured_min_turns: raw_min,
-                retention_turns: k,
-                effective_min_turns: clamped,
-            };
-            (clamped, Some(warning))
-        } else {
-            (raw_min, None)
+        let warning = ClampWarning {
+            configured_min_turns: configured_min,
+            configured_retention_turns: configured_k,
+            retention_turns: k,
+            effective_min_turns: 0,
         };
+        let min_turns = if warning.min_turns_clamped() {
+            k.saturating_add(1)
+        } else {
+            configured_min.unsigned_abs()
+        };
+        let clamp_warning =
+            (warning.min_turns_clamped() || warning.retention_clamped()).then_some(ClampWarning {
+                effective_min_turns: min_turns,
+                ..warning
+            });
         Ok(EffectiveSettings {
             enabled: self.enable_adaptive_compaction,
             retention_turns: usize::try_from(k).unwrap_or(usize::MAX),
@@ -231,6 +266,38 @@ mod tests {
         assert_eq!(keys, KEYS);
     }
 
+    /// Spec 3.1's `effective_k = max(0, K)`: a negative K is 0, said in the warning, and a
+    /// negative min_turns goes through the K + 1 clamp like any min_turns <= K.
+    #[test]
+    fn negative_counts_are_disambiguated_with_a_warning() {
+        let e = Settings {
+            adaptive_compaction_retention_turns: -2,
+            ..Settings::default()
+        }
+        .effective()
+        .unwrap();
+        assert_eq!((e.retention_turns, e.min_turns), (0, 4));
+        assert_eq!(
+            e.clamp_warning.unwrap().to_string(),
+            "adaptive_compaction_retention_turns (-2) is negative. Disambiguating by using \
+             retention_turns 0."
+        );
+        let e = Settings {
+            adaptive_compaction_retention_turns: -1,
+            adaptive_compaction_min_turns: -3,
+            ..Settings::default()
+        }
+        .effective()
+        .unwrap();
+        assert_eq!((e.retention_turns, e.min_turns), (0, 1));
+        assert_eq!(
+            e.clamp_warning.unwrap().to_string(),
+            "adaptive_compaction_retention_turns (-1) is negative. Disambiguating by using \
+             retention_turns 0. adaptive_compaction_min_turns (-3) must be strictly greater than \
+             retention_turns (0). Disambiguating by clamping effective_min_turns to 1."
+        );
+    }
+
     #[test]
     fn invalid_values_name_the_key_and_value() {
         let mut s = Settings {
@@ -242,14 +309,11 @@ mod tests {
         s.adaptive_compaction_threshold = 1.5;
         assert!(s.effective().unwrap_err().to_string().contains("1.5"));
         s = Settings {
-            adaptive_compaction_retention_turns: -1,
+            adaptive_compaction_token_floor: -1,
             ..Settings::default()
         };
         let err = s.effective().unwrap_err().to_string();
-        assert!(
-            err.contains(KEY_RETENTION_TURNS) && err.contains("-1"),
-            "{err}"
-        );
+        assert!(err.contains(KEY_TOKEN_FLOOR) && err.contains("-1"), "{err}");
         s = Settings {
             adaptive_compaction_token_floor: 200_000,
             ..Settings::default()

@@ -302,13 +302,16 @@ proptest! {
         prop_assert!(!assemble_context(&session.events).render().contains(SCOPED));
     }
 
-    /// effective_min_turns = max(min_turns, K + 1), with a warning exactly when it clamps.
+    /// Spec 3.1: effective_k = max(0, K) and effective_min_turns = max(min_turns, effective_k
+    /// + 1), negative values included, with a warning exactly when either clamps.
     #[test]
-    fn the_clamp(k in 0i64..64, min in 0i64..64) {
+    fn the_clamp(k in -8i64..64, min in -8i64..64) {
         let e = Settings { adaptive_compaction_retention_turns: k, adaptive_compaction_min_turns: min, ..Settings::default() }
             .effective().expect("valid");
-        prop_assert_eq!(e.min_turns as i64, min.max(k + 1));
-        prop_assert_eq!(e.clamp_warning.is_some(), min <= k);
+        let effective_k = k.max(0);
+        prop_assert_eq!(e.retention_turns as i64, effective_k);
+        prop_assert_eq!(e.min_turns as i64, min.max(effective_k + 1));
+        prop_assert_eq!(e.clamp_warning.is_some(), min <= effective_k || k < 0);
         prop_assert!(e.min_turns > e.retention_turns);
     }
 
