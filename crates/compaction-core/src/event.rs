@@ -223,21 +223,23 @@ impl Content {
         }
     }
 
-    /// The text parts joined by newlines (empty when there are none).
+    /// The text parts joined by newlines (empty when there are none). A model's thought parts
+    /// are its reasoning, not its message, and are left out.
     pub fn text(&self) -> String {
-        let texts: Vec<&str> = self
-            .parts
-            .iter()
-            .filter_map(|p| p.text.as_deref())
-            .collect();
+        let texts: Vec<&str> = self.message_texts().collect();
         texts.join("\n")
     }
 
-    /// True when some part carries non-empty text.
+    /// True when some non-thought part carries non-empty text.
     pub fn has_text(&self) -> bool {
+        self.message_texts().any(|t| !t.trim().is_empty())
+    }
+
+    fn message_texts(&self) -> impl Iterator<Item = &str> {
         self.parts
             .iter()
-            .any(|p| p.text.as_deref().is_some_and(|t| !t.trim().is_empty()))
+            .filter(|p| !p.is_thought())
+            .filter_map(|p| p.text.as_deref())
     }
 
     /// True when some part is a function call or a function response.
@@ -249,6 +251,11 @@ impl Content {
 }
 
 impl Part {
+    /// True for a model's thought (reasoning) part: Gemini's `thought: true`.
+    pub fn is_thought(&self) -> bool {
+        self.extra.get("thought").and_then(Value::as_bool) == Some(true)
+    }
+
     /// A text part.
     pub fn text(text: impl Into<String>) -> Self {
         Part {
@@ -329,6 +336,12 @@ impl Event {
     /// True when the event has non-empty text content.
     pub fn has_text(&self) -> bool {
         self.content.as_ref().is_some_and(Content::has_text)
+    }
+
+    /// True when the event has content with at least one part (text, a thought, a tool call or
+    /// result, anything): false for actions-only events such as a callback's state delta.
+    pub fn has_parts(&self) -> bool {
+        self.content.as_ref().is_some_and(|c| !c.parts.is_empty())
     }
 
     /// The prompt token count the event reports, if any.
@@ -444,6 +457,19 @@ mod tests {
         }
         let bare: EventOutline = serde_json::from_str(r#"{"id":"x","actions":null}"#).unwrap();
         assert_eq!(bare, EventOutline::default());
+    }
+
+    #[test]
+    fn thought_parts_are_not_message_text() {
+        let json = r#"{"role":"model","parts":[{"text":"reasoning...","thought":true},
+            {"text":"The answer."}]}"#;
+        let content: Content = serde_json::from_str(json).unwrap();
+        assert!(content.parts[0].is_thought() && !content.parts[1].is_thought());
+        assert_eq!(content.text(), "The answer.");
+        let only_thoughts: Content =
+            serde_json::from_str(r#"{"parts":[{"text":"hmm","thought":true}]}"#).unwrap();
+        assert!(!only_thoughts.has_text());
+        assert_eq!(only_thoughts.text(), "");
     }
 
     #[test]

@@ -5,13 +5,18 @@
 //! event up to the next turn start. Compaction events are never part of a turn. Events that
 //! come before the first turn start (an agent greeting, say) belong to no turn.
 //!
-//! A turn is *completed* when its last non-partial event is a text response by a non-user
-//! author: the coordinator answered and the stream closed. Edge cases, each tested below:
+//! A turn is *completed* when its last non-partial event that carries content or an error is a
+//! text response by a non-user author: the coordinator answered and the stream closed. Edge
+//! cases, each tested below:
 //! - an errored turn (the last event carries `error_code`, or the model never answered) is not
 //!   completed;
 //! - a turn with only tool calls and responses and no final text is not completed;
 //! - trailing partial events are ignored: a turn whose final text arrived is completed even if
-//!   stray partial chunks follow, and a turn that has only partial text is not.
+//!   stray partial chunks follow, and a turn that has only partial text is not;
+//! - trailing actions-only events (no content parts, no error: a callback's state delta,
+//!   `end_of_agent`) are ignored the same way;
+//! - a model's thought parts (`thought: true`) are not response text: a turn that ends in
+//!   thoughts alone is not completed.
 
 use crate::event::Event;
 
@@ -84,10 +89,16 @@ impl<'a> Turn<'a> {
         &self.events[0].invocation_id
     }
 
-    /// The coordinator's final response: the last non-partial event, when it is a text
-    /// response by a non-user author with no error.
+    /// The coordinator's final response: the last non-partial event that carries something
+    /// (content parts or an error), when it is a text response by a non-user author with no
+    /// error. Trailing actions-only events — the state delta an after-agent callback writes,
+    /// ADK's `end_of_agent` marker — close nothing and are passed over.
     pub fn final_response(&self) -> Option<&'a Event> {
-        let last = self.events.iter().rev().find(|e| !e.is_partial())?;
+        let last = self
+            .events
+            .iter()
+            .rev()
+            .find(|e| !e.is_partial() && (e.has_parts() || e.error_code.is_some()))?;
         let is_response = !last.is_user()
             && last.error_code.is_none()
             && last.has_text()
@@ -221,7 +232,43 @@ mod tests {
         m.content.as_mut().unwrap().parts.push(Part::default());
         mixed.push(m);
 
-        let all: Vec<Event> = [done, errored, tools, trailing, partial_only, mixed].concat();
+        // Final text, then actions-only events (a callback's state delta, ADK's end_of_agent
+        // marker): still completed.
+        let mut callback = f.conversational_turn("h", "q", "final");
+        let mut delta = f.model("h", "");
+        delta.content = None;
+        delta
+            .actions
+            .extra
+            .insert("state_delta".into(), serde_json::json!({"k": 1}));
+        let mut end = f.model("h", "");
+        end.content = Some(Content {
+            role: Some("model".into()),
+            parts: Vec::new(),
+        });
+        end.actions
+            .extra
+            .insert("end_of_agent".into(), serde_json::json!(true));
+        callback.extend([delta, end]);
+        // Only thoughts after the query: the model reasoned but never answered.
+        let mut thinking = vec![f.user("i", "q")];
+        let mut thought = f.model("i", "let me reason about this");
+        thought.content.as_mut().unwrap().parts[0]
+            .extra
+            .insert("thought".into(), serde_json::json!(true));
+        thinking.push(thought);
+
+        let all: Vec<Event> = [
+            done,
+            errored,
+            tools,
+            trailing,
+            partial_only,
+            mixed,
+            callback,
+            thinking,
+        ]
+        .concat();
         let view: Vec<&Event> = all.iter().collect();
         let got: Vec<(String, bool)> = turns(&view)
             .iter()
@@ -234,6 +281,8 @@ mod tests {
             ("d", true),
             ("e", false),
             ("g", true),
+            ("h", true),
+            ("i", false),
         ]
         .iter()
         .map(|(i, c)| (i.to_string(), *c))
