@@ -3,11 +3,14 @@
 //! # Prompt tokens
 //! For each turn the replay reports the coordinator's prompt tokens *without* compaction and
 //! *with* it:
-//! - *without*: the transcript's `prompt_tokens`; when absent, [`PROMPT_OVERHEAD_TOKENS`] plus
-//!   the estimated tokens of every turn so far (compaction-core's default estimator,
-//!   `CharsPerToken`: one token per four characters of each event's rendered text).
+//! - *without*: the transcript's `prompt_tokens`; when absent, the previous turn's *without*
+//!   (or [`PROMPT_OVERHEAD_TOKENS`] for the first turn) plus this turn's estimated tokens
+//!   (compaction-core's default estimator, `CharsPerToken`: one token per four characters of
+//!   each event's rendered text). A transcript that gives no figures thus starts at the
+//!   overhead and adds every turn's estimate; one that gives some continues from the last
+//!   reported figure.
 //! - what a turn *costs* the prompt: the growth of `prompt_tokens` from that turn to the next
-//!   (or its estimate when the transcript gives no figures);
+//!   when both report it, otherwise the turn's estimate;
 //! - *with*: *without*, minus the costs of the turns the live summary covers, plus the
 //!   summary's estimated tokens.
 //!
@@ -68,6 +71,62 @@ pub struct TurnRecord {
     pub detail: String,
 }
 
+/// The prompt figures *without* compaction, turn by turn, and what each turn costs the prompt
+/// (see the module docs).
+#[derive(Debug, Default, Clone, PartialEq)]
+struct PromptLedger {
+    /// The settled cost of each turn, oldest first.
+    costs: Vec<u64>,
+    /// The estimate of the latest turn when it reported `prompt_tokens`: its cost is the growth
+    /// to the next turn's figure if that one reports too, otherwise this estimate.
+    pending: Option<u64>,
+    /// The latest turn's figure without compaction.
+    latest: Option<u64>,
+}
+
+impl PromptLedger {
+    /// Records a turn that reported `reported` prompt tokens (or none) and whose events are
+    /// `estimated` tokens; returns its figure without compaction.
+    fn record(&mut self, reported: Option<u64>, estimated: u64) -> u64 {
+        let without = match reported {
+            Some(reported) => {
+                // The growth since the previous reported figure is what that turn cost.
+                if self.pending.take().is_some()
+                    && let Some(previous) = self.latest
+                {
+                    self.costs.push(reported.saturating_sub(previous));
+                }
+                self.pending = Some(estimated);
+                reported
+            }
+            None => {
+                self.costs.extend(self.pending.take());
+                self.costs.push(estimated);
+                self.latest
+                    .unwrap_or(PROMPT_OVERHEAD_TOKENS)
+                    .saturating_add(estimated)
+            }
+        };
+        self.latest = Some(without);
+        without
+    }
+
+    /// What the first `turns` turns cost the prompt (the latest turn's estimate standing in
+    /// for its cost while that is not settled).
+    fn cost_of_first(&self, turns: usize) -> u64 {
+        self.costs
+            .iter()
+            .chain(&self.pending)
+            .take(turns)
+            .fold(0, |sum, cost| sum.saturating_add(*cost))
+    }
+
+    /// The latest turn's figure without compaction.
+    fn latest(&self) -> Option<u64> {
+        self.latest
+    }
+}
+
 /// Drives a transcript through the engine.
 pub struct Replay<S: ReplayStore> {
     engine: Engine,
@@ -79,11 +138,10 @@ pub struct Replay<S: ReplayStore> {
     /// `RESEARCH_TURN_HISTORY` entries with the index of their turn, oldest first: only the
     /// turns the live summary does not cover yet (the decision state reads no others).
     research: Vec<(usize, Value)>,
-    /// What each turn costs the coordinator's prompt, oldest first.
-    turn_costs: Vec<u64>,
+    /// The prompt figures without compaction and what each turn costs.
+    ledger: PromptLedger,
     /// The timestamp of each turn's last event, oldest first.
     turn_last_timestamps: Vec<compaction_core::Timestamp>,
-    previous_without: Option<u64>,
     turns: usize,
 }
 
@@ -110,9 +168,8 @@ impl<S: ReplayStore> Replay<S> {
             key,
             revision,
             research: Vec::new(),
-            turn_costs: Vec::new(),
+            ledger: PromptLedger::default(),
             turn_last_timestamps: Vec::new(),
-            previous_without: None,
             turns: 0,
         })
     }
@@ -139,20 +196,7 @@ impl<S: ReplayStore> Replay<S> {
             .filter(|e| e.is_unscoped())
             .map(Self::estimate)
             .sum();
-        let without = match turn.prompt_tokens {
-            Some(reported) => {
-                // The growth since the previous turn is what the previous turn cost the prompt.
-                if let Some(previous) = self.previous_without {
-                    self.turn_costs.push(reported.saturating_sub(previous));
-                }
-                reported
-            }
-            None => {
-                self.turn_costs.push(estimated);
-                PROMPT_OVERHEAD_TOKENS + self.turn_costs.iter().sum::<u64>()
-            }
-        };
-        self.previous_without = Some(without);
+        let without = self.ledger.record(turn.prompt_tokens, estimated);
         let with = self.with_compaction(without, covered);
         if let Some(answer) = events.last_mut() {
             let usage = answer.usage_metadata.get_or_insert_with(Default::default);
@@ -213,13 +257,15 @@ impl<S: ReplayStore> Replay<S> {
         let Some(coverage) = coverage else {
             return without;
         };
-        let covered: u64 = self.turn_costs.iter().take(coverage.turns).sum();
-        without.saturating_sub(covered) + coverage.summary_tokens
+        let covered = self.ledger.cost_of_first(coverage.turns);
+        without
+            .saturating_sub(covered)
+            .saturating_add(coverage.summary_tokens)
     }
 
     /// Prompt tokens the next turn would start from: (without, with) compaction.
     pub async fn next_prompt_tokens(&self) -> Result<(u64, u64), ReplayError> {
-        let without = self.previous_without.unwrap_or(0);
+        let without = self.ledger.latest().unwrap_or(0);
         let coverage = self.live_coverage().await?;
         Ok((without, self.with_compaction(without, coverage)))
     }
@@ -361,4 +407,53 @@ fn record(turn: usize, completed: usize, without: u64, with: u64, outcome: &Outc
 
 fn compaction_detail(c: &compaction_core::Compaction) -> String {
     format!("folded {} turns into the rolling summary", c.slice_turns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ledger(turns: &[(Option<u64>, u64)]) -> (PromptLedger, Vec<u64>) {
+        let mut ledger = PromptLedger::default();
+        let figures = turns.iter().map(|&(r, e)| ledger.record(r, e)).collect();
+        (ledger, figures)
+    }
+
+    #[test]
+    fn estimates_alone_add_every_turn_to_the_overhead() {
+        let (l, figures) = ledger(&[(None, 100), (None, 50), (None, 25)]);
+        assert_eq!(figures, [2_100, 2_150, 2_175]);
+        assert_eq!(l.cost_of_first(2), 150);
+        assert_eq!(l.cost_of_first(9), 175);
+    }
+
+    #[test]
+    fn reported_figures_cost_each_turn_its_growth_to_the_next() {
+        let (l, figures) = ledger(&[(Some(40_000), 100), (Some(43_000), 50), (Some(47_500), 25)]);
+        assert_eq!(figures, [40_000, 43_000, 47_500]);
+        assert_eq!(l.cost_of_first(2), 3_000 + 4_500);
+        // The latest turn's growth is not known yet: its estimate stands in.
+        assert_eq!(l.cost_of_first(3), 3_000 + 4_500 + 25);
+    }
+
+    /// A turn without figures continues from the last reported one instead of falling back to
+    /// a sum of estimates, and every turn's cost is counted once, in order.
+    #[test]
+    fn mixed_transcripts_stay_in_step() {
+        let (l, figures) = ledger(&[(Some(41_000), 100), (None, 60), (Some(45_000), 70)]);
+        assert_eq!(figures, [41_000, 41_060, 45_000]);
+        // Turn 1 reported, turn 2 did not: turn 1 costs its estimate; turn 2 its estimate.
+        assert_eq!(l.costs, [100, 60]);
+        assert_eq!(l.cost_of_first(3), 100 + 60 + 70);
+        let (l, figures) = ledger(&[(None, 100), (Some(30_000), 60), (Some(31_000), 70)]);
+        assert_eq!(figures, [2_100, 30_000, 31_000]);
+        assert_eq!(l.costs, [100, 1_000]);
+    }
+
+    #[test]
+    fn huge_figures_saturate_instead_of_overflowing() {
+        let (l, figures) = ledger(&[(Some(u64::MAX), u64::MAX), (None, u64::MAX)]);
+        assert_eq!(figures, [u64::MAX, u64::MAX]);
+        assert_eq!(l.cost_of_first(2), u64::MAX);
+    }
 }

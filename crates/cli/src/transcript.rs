@@ -99,19 +99,29 @@ pub fn parse(
 ) -> Result<Vec<TranscriptTurn>, TranscriptError> {
     let mut turns = Vec::new();
     for (i, line) in reader.lines().enumerate() {
-        let line = line.map_err(|error| TranscriptError::Io {
-            source_name: source_name.to_owned(),
-            error,
+        let line = line.map_err(|error| match error.kind() {
+            std::io::ErrorKind::InvalidData => TranscriptError::Line {
+                source_name: source_name.to_owned(),
+                line: i + 1,
+                reason: "the line is not valid UTF-8".to_owned(),
+            },
+            _ => TranscriptError::Io {
+                source_name: source_name.to_owned(),
+                error,
+            },
         })?;
         if line.trim().is_empty() {
             continue;
         }
+        let bad_line = |reason: String| TranscriptError::Line {
+            source_name: source_name.to_owned(),
+            line: i + 1,
+            reason,
+        };
+        let value: Value = serde_json::from_str(&line).map_err(|e| bad_line(describe(&e)))?;
+        check_fields(&value).map_err(bad_line)?;
         let turn: TranscriptTurn =
-            serde_json::from_str(&line).map_err(|e| TranscriptError::Line {
-                source_name: source_name.to_owned(),
-                line: i + 1,
-                reason: describe(&e),
-            })?;
+            serde_json::from_value(value).map_err(|e| bad_line(describe(&e)))?;
         if turn.user.trim().is_empty() {
             return Err(TranscriptError::Line {
                 source_name: source_name.to_owned(),
@@ -127,13 +137,74 @@ pub fn parse(
     Ok(turns)
 }
 
-/// serde_json's message names the field (`missing field `user``); drop its position suffix,
-/// which refers to the line, not the file.
+/// The largest token count a transcript may report: far above any context window, far below
+/// where sums of counts could overflow.
+pub const MAX_TOKENS: u64 = 1_000_000_000;
+
+/// serde_json's message (`missing field `user``, `expected `,` or `}``); its position suffix
+/// refers to the line, not the file, so only the column is kept.
 fn describe(e: &serde_json::Error) -> String {
     let message = e.to_string();
     match message.rfind(" at line ") {
+        Some(cut) if e.column() > 0 => format!("{} (column {})", &message[..cut], e.column()),
         Some(cut) => message[..cut].to_owned(),
         None => message,
+    }
+}
+
+/// Checks the type of every field the line has, so that a wrong type is reported by name
+/// (serde's own message does not say which field).
+fn check_fields(value: &Value) -> Result<(), String> {
+    let Some(object) = value.as_object() else {
+        return Err(format!("expected a JSON object, got {}", kind(value)));
+    };
+    for (field, value) in object {
+        let expected = match field.as_str() {
+            "user" | "assistant" | "findings_summary" => (value.is_string()
+                || (field == "findings_summary" && value.is_null()))
+            .then_some(())
+            .ok_or("a string"),
+            "prompt_tokens" | "completion_tokens" => (value.is_null()
+                || value.as_u64().is_some_and(|n| n <= MAX_TOKENS))
+            .then_some(())
+            .ok_or("an integer from 0 to 1000000000"),
+            "pipeline" => value
+                .as_array()
+                .is_some_and(|steps| steps.iter().all(Value::is_string))
+                .then_some(())
+                .ok_or("an array of strings"),
+            "tools" => value
+                .as_array()
+                .is_some_and(|tools| {
+                    tools.iter().all(|t| {
+                        t.get("name").is_some_and(Value::is_string)
+                            && t.get("result").is_some_and(Value::is_string)
+                    })
+                })
+                .then_some(())
+                .ok_or("an array of objects with string fields \"name\" and \"result\""),
+            // Unknown fields are refused by the typed parse, which names them.
+            _ => Ok(()),
+        };
+        if let Err(expected) = expected {
+            return Err(format!(
+                "field \"{field}\" must be {expected}, got {}",
+                kind(value)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A short description of a JSON value for an error message.
+fn kind(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(_) => "a string".to_owned(),
+        Value::Array(_) => "an array".to_owned(),
+        Value::Object(_) => "an object".to_owned(),
     }
 }
 
@@ -164,6 +235,47 @@ mod tests {
             parse("e", "".as_bytes()),
             Err(TranscriptError::Empty(_))
         ));
+    }
+
+    #[test]
+    fn a_wrong_type_or_range_names_the_field_and_the_expected_form() {
+        let cases = [
+            (
+                r#"{"user":5,"assistant":"a"}"#,
+                r#"t:1: field "user" must be a string, got 5"#,
+            ),
+            (
+                r#"{"user":"q","assistant":"a","prompt_tokens":-1}"#,
+                r#"t:1: field "prompt_tokens" must be an integer from 0 to 1000000000, got -1"#,
+            ),
+            (
+                r#"{"user":"q","assistant":"a","completion_tokens":18446744073709551615}"#,
+                r#"field "completion_tokens" must be an integer from 0 to 1000000000, got 18446744073709551615"#,
+            ),
+            (
+                r#"{"user":"q","assistant":"a","pipeline":["ok",3]}"#,
+                r#"field "pipeline" must be an array of strings, got an array"#,
+            ),
+            (
+                r#"{"user":"q","assistant":"a","tools":[{"name":"s"}]}"#,
+                r#"field "tools" must be an array of objects with string fields "name" and "result""#,
+            ),
+            (r#"[1,2]"#, "t:1: expected a JSON object, got an array"),
+            (
+                r#"{"user":"q","assistant":"a""#,
+                "t:1: EOF while parsing an object (column 27)",
+            ),
+        ];
+        for (line, expected) in cases {
+            let err = parse("t", line.as_bytes()).unwrap_err().to_string();
+            assert!(err.contains(expected), "{line}: {err}");
+        }
+        let ok =
+            r#"{"user":"q","assistant":"a","prompt_tokens":1000000000,"findings_summary":null}"#;
+        assert_eq!(
+            parse("t", ok.as_bytes()).unwrap()[0].prompt_tokens,
+            Some(MAX_TOKENS)
+        );
     }
 
     #[test]

@@ -7,20 +7,26 @@
 //! | `decision_adapter` | string | `"auto"` | `auto`, `decisions`, `chat-logprobs` or `offline` |
 //! | `decision_api_base_url` | string | `"https://openrouter.ai"` | Decisions API host |
 //! | `decision_api_path` | string | `"/api/alpha/decisions"` | Decisions API path |
-//! | `decision_api_key_env` | string | `"OPENROUTER_API_KEY"` | variable holding the bearer key |
+//! | `decision_api_key_env` | env var name (`A-Z`, `0-9`, `_`) | `"OPENROUTER_API_KEY"` | variable holding the bearer key (its name, never the key) |
 //! | `decision_timeout_secs` | number | `10.0` | whole-exchange timeout, both HTTP adapters (spec 5.1) |
 //! | `decision_chat_base_url` | string | `"https://openrouter.ai/api"` | OpenAI-compatible host |
 //! | `decision_chat_path` | string | `"/v1/chat/completions"` | chat-completions path |
 //! | `decision_chat_model` | string or null | `null` | judge model; `null` uses the decision model slug |
-//! | `decision_chat_api_key_env` | string | `"OPENROUTER_API_KEY"` | variable holding the judge's key (optional for local servers) |
+//! | `decision_chat_api_key_env` | env var name (`A-Z`, `0-9`, `_`) | `"OPENROUTER_API_KEY"` | variable holding the judge's key (optional for local servers) |
 //! | `decision_chat_top_logprobs` | integer | `10` | alternatives requested for the first token, 5 to 20 |
 //!
 //! Unrelated keys are ignored, so the whole settings object can be passed in.
+//!
+//! The two `*_api_key_env` keys take the *name* of a variable, `^[A-Z_][A-Z0-9_]*$`
+//! ([`crate::http::is_env_var_name`]). Any other value is refused without being shown, since
+//! the usual mistake is pasting the key itself.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::http::{ENV_VAR_NAME_FORM, describe_non_env_var_name, is_env_var_name};
 
 /// Key: which adapter to build.
 pub const KEY_ADAPTER: &str = "decision_adapter";
@@ -149,7 +155,8 @@ pub enum ConfigError {
         key: &'static str,
         /// The expected form.
         expected: &'static str,
-        /// The value found, as JSON.
+        /// The value found, as JSON; for a `*_api_key_env` key only its type and length,
+        /// since it may be the API key itself.
         found: String,
     },
 }
@@ -159,6 +166,29 @@ fn invalid(key: &'static str, expected: &'static str, found: &Value) -> ConfigEr
         key,
         expected,
         found: found.to_string(),
+    }
+}
+
+/// Reads a `*_api_key_env` key: a trimmed [`is_env_var_name`] name, or an error that
+/// describes the value without showing it.
+fn env_var_name(
+    map: &Map<String, Value>,
+    key: &'static str,
+    target: &mut String,
+) -> Result<(), ConfigError> {
+    match map.get(key) {
+        None => Ok(()),
+        Some(value) => match value.as_str().map(str::trim) {
+            Some(name) if is_env_var_name(name) => {
+                name.clone_into(target);
+                Ok(())
+            }
+            _ => Err(ConfigError::Invalid {
+                key,
+                expected: ENV_VAR_NAME_FORM,
+                found: describe_non_env_var_name(value),
+            }),
+        },
     }
 }
 
@@ -192,13 +222,12 @@ impl DecisionConfig {
         }
         const URL: &str = "a non-empty URL string such as \"https://host\"";
         const PATH: &str = "a non-empty path string such as \"/v1/x\"";
-        const VAR: &str = "a non-empty environment variable name";
         string(map, KEY_API_BASE_URL, URL, &mut c.api_base_url)?;
         string(map, KEY_API_PATH, PATH, &mut c.api_path)?;
-        string(map, KEY_API_KEY_ENV, VAR, &mut c.api_key_env)?;
+        env_var_name(map, KEY_API_KEY_ENV, &mut c.api_key_env)?;
         string(map, KEY_CHAT_BASE_URL, URL, &mut c.chat_base_url)?;
         string(map, KEY_CHAT_PATH, PATH, &mut c.chat_path)?;
-        string(map, KEY_CHAT_API_KEY_ENV, VAR, &mut c.chat_api_key_env)?;
+        env_var_name(map, KEY_CHAT_API_KEY_ENV, &mut c.chat_api_key_env)?;
         for (key, base) in [
             (KEY_API_BASE_URL, &c.api_base_url),
             (KEY_CHAT_BASE_URL, &c.chat_base_url),
@@ -319,13 +348,67 @@ mod tests {
             (
                 json!({"decision_api_key_env": null}),
                 KEY_API_KEY_ENV,
-                "variable",
+                "environment variable",
             ),
         ] {
             let err = DecisionConfig::from_map(&map(bad.clone()))
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(key) && err.contains(expected), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_pasted_key_is_refused_without_being_shown() {
+        for key in [KEY_API_KEY_ENV, KEY_CHAT_API_KEY_ENV] {
+            for secret in [
+                "sk-or-v1-0123456789abcdefTOPSECRET",
+                "gsk_abcdefTOPSECRET0123",
+                "openrouter_api_key_TOPSECRET",
+            ] {
+                let mut settings = Map::new();
+                settings.insert(key.to_owned(), Value::String(secret.to_owned()));
+                let err = DecisionConfig::from_map(&settings).unwrap_err();
+                let (display, debug) = (err.to_string(), format!("{err:?}"));
+                for text in [&display, &debug] {
+                    assert!(!text.contains("TOPSECRET"), "{text}");
+                }
+                let chars = secret.chars().count();
+                assert_eq!(
+                    display,
+                    format!(
+                        "{key} must be the name of an environment variable: upper-case \
+                         letters, digits and _, not starting with a digit (e.g. \
+                         OPENROUTER_API_KEY), got a value of {chars} characters that is not \
+                         an environment variable name; if it is the API key itself, put it in \
+                         an environment variable and name that variable here"
+                    )
+                );
+            }
+        }
+        let err = DecisionConfig::from_map(&map(json!({"decision_api_key_env": 123_456})))
+            .unwrap_err()
+            .to_string();
+        assert!(err.ends_with("got a number") && !err.contains("123456"), "{err}");
+    }
+
+    #[test]
+    fn key_variable_names_are_trimmed_and_upper_case() {
+        let c = DecisionConfig::from_map(&map(json!({
+            "decision_api_key_env": " MY_KEY_2 ", "decision_chat_api_key_env": "_LOCAL"
+        })))
+        .unwrap();
+        assert_eq!((c.api_key_env.as_str(), c.chat_api_key_env.as_str()), ("MY_KEY_2", "_LOCAL"));
+        let defaults = DecisionConfig::default();
+        for name in [&defaults.api_key_env, &defaults.chat_api_key_env] {
+            assert!(is_env_var_name(name), "{name}");
+        }
+        for bad in ["", "  ", "my_key", "2KEY", "MY-KEY"] {
+            assert!(
+                DecisionConfig::from_map(&map(json!({ "decision_chat_api_key_env": bad })))
+                    .is_err(),
+                "{bad:?}"
+            );
         }
     }
 

@@ -20,7 +20,7 @@ use crate::chat::ChatLogprobsJudge;
 use crate::config::{AdapterChoice, DecisionConfig};
 use crate::decisions::DecisionsApi;
 use crate::error::DecisionError;
-use crate::http::{ApiKey, join_url};
+use crate::http::{ApiKey, join_url, shown_env_var_name};
 use crate::offline::OfflineLexical;
 
 /// The chosen model and why.
@@ -30,7 +30,8 @@ pub struct Selected {
     pub model: Arc<dyn DecisionModel>,
     /// Which adapter was built.
     pub adapter: AdapterChoice,
-    /// Why, in words, e.g. `offline lexical model: OPENROUTER_API_KEY is not set`.
+    /// Why, in words, e.g. `offline lexical model: OPENROUTER_API_KEY is not set`. It names
+    /// key variables, never a key.
     pub reason: String,
 }
 
@@ -88,7 +89,9 @@ pub fn build_decision_model(
         adapter: AdapterChoice::Offline,
         reason,
     };
-    let env_name = &config.api_key_env;
+    // A name is printed only when it is one: `from_map` refuses anything else, and a config
+    // built by hand with a pasted key must not put the key in the reason either.
+    let env_name = shown_env_var_name(&config.api_key_env);
     let model = &settings.decision_model;
     match config.adapter {
         AdapterChoice::Auto => match api_key {
@@ -116,7 +119,10 @@ pub fn build_decision_model(
             let keyed = if key.is_some() {
                 String::new()
             } else {
-                format!(", without a key: {} is not set", config.chat_api_key_env)
+                format!(
+                    ", without a key: {} is not set",
+                    shown_env_var_name(&config.chat_api_key_env)
+                )
             };
             ChatLogprobsJudge::new(
                 &url,

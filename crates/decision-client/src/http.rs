@@ -3,7 +3,10 @@
 //! hard timeout, and status codes mapped to typed errors.
 //!
 //! Secrets: an [`ApiKey`] only comes from the environment, its `Debug` and `Display` are
-//! redacted, and no error built here ever contains it.
+//! redacted, and no error built here ever contains it. The config keys that name the key's
+//! variable (`decision_api_key_env`, `decision_chat_api_key_env`, `summarizer_api_key_env`)
+//! accept only [`is_env_var_name`] names, and a refused value is described by
+//! [`describe_non_env_var_name`], never shown: the usual mistake is pasting the key itself.
 
 use std::fmt;
 use std::time::Duration;
@@ -48,6 +51,49 @@ impl fmt::Debug for ApiKey {
 impl fmt::Display for ApiKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("<redacted>")
+    }
+}
+
+/// The form every `*_api_key_env` config key accepts, for its error message.
+pub const ENV_VAR_NAME_FORM: &str = "the name of an environment variable: upper-case letters, \
+     digits and _, not starting with a digit (e.g. OPENROUTER_API_KEY)";
+
+/// Whether `name` is a conventional environment variable name, `^[A-Z_][A-Z0-9_]*$`. The
+/// `*_api_key_env` keys accept nothing else: most API keys contain a lower-case letter or a
+/// `-`, so a key pasted in place of its variable's name is refused. Such a name is not a
+/// secret and may be printed; anything else must not be.
+pub fn is_env_var_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// The `found` part of the error for a `*_api_key_env` value that is not an
+/// [`is_env_var_name`] name: its JSON type and, for a string, its length, never its content.
+pub fn describe_non_env_var_name(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!(
+            "a value of {} characters that is not an environment variable name; if it is the \
+             API key itself, put it in an environment variable and name that variable here",
+            s.chars().count()
+        ),
+        Value::Null => "null".to_owned(),
+        Value::Bool(_) => "a boolean".to_owned(),
+        Value::Number(_) => "a number".to_owned(),
+        Value::Array(_) => "an array".to_owned(),
+        Value::Object(_) => "an object".to_owned(),
+    }
+}
+
+/// How a selection reason or an error names the key variable `name`: the name when
+/// [`is_env_var_name`] accepts it, otherwise a placeholder (the value may be the key itself).
+pub fn shown_env_var_name(name: &str) -> &str {
+    if is_env_var_name(name) {
+        name
+    } else {
+        "<invalid variable name, not shown>"
     }
 }
 
@@ -257,6 +303,59 @@ mod tests {
         assert!(ApiKey::from_lookup("K", |_| None).is_none());
         let key = ApiKey::from_lookup("K", |_| Some(" sk-1 ".into()));
         assert_eq!(key.map(|k| k.expose().to_owned()).as_deref(), Some("sk-1"));
+    }
+
+    #[test]
+    fn env_var_names_are_upper_case_digits_and_underscores() {
+        for name in [
+            "OPENROUTER_API_KEY",
+            "INCEPTION_API_KEY",
+            "E2E_DECISION_KEY",
+            "_PRIVATE",
+            "A",
+            "K1",
+        ] {
+            assert!(is_env_var_name(name), "{name}");
+            assert_eq!(shown_env_var_name(name), name);
+        }
+        for bad in [
+            "",
+            "1KEY",
+            "MY KEY",
+            "openrouter_api_key",
+            "Openrouter_Api_Key",
+            "MY-KEY",
+            "KEY\n",
+            "SCHLÜSSEL",
+            "sk-or-v1-0123456789abcdefTOPSECRET",
+            "gsk_abcdefTOPSECRET0123",
+        ] {
+            assert!(!is_env_var_name(bad), "{bad:?}");
+            assert_eq!(
+                shown_env_var_name(bad),
+                "<invalid variable name, not shown>"
+            );
+        }
+    }
+
+    #[test]
+    fn a_refused_value_is_described_not_shown() {
+        let secret = "sk-or-v1-0123456789abcdefTOPSECRET";
+        let text = describe_non_env_var_name(&Value::String(secret.into()));
+        assert!(
+            text.starts_with("a value of 34 characters that is not"),
+            "{text}"
+        );
+        assert!(!text.contains("TOPSECRET"), "{text}");
+        assert_eq!(describe_non_env_var_name(&Value::Null), "null");
+        assert_eq!(
+            describe_non_env_var_name(&serde_json::json!(12345)),
+            "a number"
+        );
+        assert_eq!(
+            describe_non_env_var_name(&serde_json::json!({"k": secret})),
+            "an object"
+        );
     }
 
     #[test]
