@@ -25,7 +25,7 @@ mod error;
 mod render;
 mod wiring;
 
-use cli::replay::{Replay, TurnRecord};
+use cli::replay::{OutcomeSummary, Replay, TurnRecord};
 use cli::transcript;
 use error::CliError;
 use wiring::{ConfigSource, MonotonicClock, ProcessIds, Wiring, wire};
@@ -54,6 +54,9 @@ enum Command {
         /// Keep the session database at PATH instead of a temporary directory.
         #[arg(long, value_name = "PATH")]
         db: Option<PathBuf>,
+        /// The session id to create (default: `demo-<run id>`, new on every run).
+        #[arg(long)]
+        session: Option<String>,
     },
     /// Replay a JSONL transcript (`-` for stdin) through the engine, one evaluation per turn.
     Replay {
@@ -61,7 +64,10 @@ enum Command {
         file: String,
         #[command(flatten)]
         run: RunArgs,
-        /// The session id to create (default: `replay-<process id>`).
+        /// Session database file (created when missing; default: a temporary one).
+        #[arg(long, value_name = "PATH")]
+        db: Option<PathBuf>,
+        /// The session id to create (default: `replay-<run id>`, new on every run).
         #[arg(long)]
         session: Option<String>,
     },
@@ -69,6 +75,9 @@ enum Command {
     Evaluate {
         #[command(flatten)]
         run: RunArgs,
+        /// The session database: an existing native or Google ADK database.
+        #[arg(long, value_name = "PATH")]
+        db: PathBuf,
         #[command(flatten)]
         target: SessionArgs,
     },
@@ -92,15 +101,11 @@ enum Command {
 
 #[derive(Debug, clap::Args)]
 struct RunArgs {
-    /// Session database file (replay: created when missing, a temporary one by default;
-    /// evaluate: an existing native or Google ADK database).
-    #[arg(long, value_name = "PATH")]
-    db: Option<PathBuf>,
-    /// Decision adapter: auto, decisions, chat-logprobs or offline (overrides the config file).
-    #[arg(long)]
+    /// Decision adapter (overrides the config file's decision_adapter).
+    #[arg(long, value_parser = ["auto", "decisions", "chat-logprobs", "offline"])]
     decision: Option<String>,
-    /// Summarizer adapter: auto, chat or offline (overrides the config file).
-    #[arg(long)]
+    /// Summarizer adapter (overrides the config file's summarizer_adapter).
+    #[arg(long, value_parser = ["auto", "chat", "offline"])]
     summarizer: Option<String>,
     /// The config file (default: the resolved zocrates_config.json, when it exists).
     #[arg(long, value_name = "PATH")]
@@ -184,30 +189,30 @@ fn init_logging(guard: Option<&telemetry::TelemetryGuard>) {
 
 async fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
-        Command::Demo { json, db } => {
+        Command::Demo { json, db, session } => {
             let wiring = wire(ConfigSource::EmbeddedOffline, None, None)?;
             let turns = transcript::parse("demo", DEMO_TRANSCRIPT.as_bytes())?;
-            let key = SessionKey::new("zocrates", "demo", "demo-session");
+            let id = session.unwrap_or_else(|| format!("demo-{}", wiring::run_id()));
+            let key = SessionKey::new("zocrates", "demo", id);
             replay_turns(wiring, turns, db, key, json, None).await
         }
-        Command::Replay { file, run, session } => {
+        Command::Replay {
+            file,
+            run,
+            db,
+            session,
+        } => {
             let turns = read_transcript(&file)?;
             let wiring = wire(
                 ConfigSource::Resolve(run.config.clone()),
                 run.decision.as_deref(),
                 run.summarizer.as_deref(),
             )?;
-            let id = session.unwrap_or_else(|| format!("replay-{}", std::process::id()));
+            let id = session.unwrap_or_else(|| format!("replay-{}", wiring::run_id()));
             let key = SessionKey::new("zocrates", "replay", id);
-            replay_turns(wiring, turns, run.db, key, run.json, run.otlp).await
+            replay_turns(wiring, turns, db, key, run.json, run.otlp).await
         }
-        Command::Evaluate { run, target } => {
-            let db = run
-                .db
-                .clone()
-                .ok_or_else(|| CliError::Other("evaluate needs --db PATH".into()))?;
-            evaluate(run, target, db).await
-        }
+        Command::Evaluate { run, db, target } => evaluate(run, target, db).await,
         Command::Inspect { target, db } => inspect(&target, db),
         Command::Config { action, config } => config_command(action, config),
     }
@@ -256,7 +261,13 @@ fn open_existing(db: &std::path::Path) -> Result<ExistingStore, CliError> {
         Layout::AdkDatabase | Layout::AdkSqlite | Layout::AdkLegacyV0 => AdkStore::open(db)
             .map(|s| ExistingStore::Adk(Arc::new(s)))
             .map_err(database),
-        _ => open_store(db).map(ExistingStore::Native),
+        Layout::Native => open_store(db).map(ExistingStore::Native),
+        // Reading commands never write: an empty file is not turned into a store.
+        layout => Err(CliError::Database(format!(
+            "{}: not a session database (it is {}); `compaction replay --db` creates one",
+            wiring::shown(db),
+            layout.describe()
+        ))),
     }
 }
 
@@ -304,6 +315,14 @@ async fn replay_turns(
         ids.clone(),
         telemetry,
     )?;
+    // The session is created before anything is printed: an id already in use fails cleanly.
+    let mut replay = Replay::start(engine, store.clone(), clock, ids, key.clone())
+        .await
+        .map_err(|e| {
+            CliError::Database(format!(
+                "{e} (pick another --session, or leave it out for a new one)"
+            ))
+        })?;
     let mut out = std::io::stdout().lock();
     let banner = wiring.banner();
     if json {
@@ -315,19 +334,19 @@ async fn replay_turns(
         emit(&mut out, &banner)?;
         emit(&mut out, &render::table_header())?;
     }
-    let mut replay = Replay::start(engine, store.clone(), clock, ids, key.clone())
-        .await
-        .map_err(|e| CliError::Database(e.to_string()))?;
     let progress = std::io::stderr().is_terminal() && !std::io::stdout().is_terminal();
     let mut last: Option<TurnRecord> = None;
     for (i, turn) in turns.iter().enumerate() {
         if progress {
             eprint!("\rreplaying turn {}/{}", i + 1, turns.len());
         }
-        let record = replay
-            .turn(turn)
-            .await
-            .map_err(|e| CliError::Database(e.to_string()))?;
+        let record = replay.turn(turn).await.map_err(|e| {
+            if progress {
+                // End the progress line so that the error starts on its own.
+                eprintln!();
+            }
+            CliError::Database(e.to_string())
+        })?;
         if json {
             emit(
                 &mut out,
@@ -429,20 +448,37 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
     let outcome = engine.evaluate_and_compact(&key).await;
     drop(guard);
     let mut out = std::io::stdout().lock();
-    let detail = format!("{outcome:?}");
+    let summary = OutcomeSummary::of(&outcome);
+    let probability = outcome.probability().map(|p| p.value());
     if run.json {
         let record = serde_json::json!({
             "banner": wiring.banner(),
             "session": key.to_string(),
             "outcome": outcome.label(),
-            "probability": outcome.probability().map(|p| p.value()),
+            "gate": summary.gate,
+            "probability": probability,
+            "verdict": summary.verdict,
             "compaction_event_id": outcome.compaction().map(|c| c.event.id.clone()),
-            "detail": detail,
+            "detail": summary.detail,
         });
         emit(&mut out, &record.to_string())?;
     } else {
         emit(&mut out, &wiring.banner())?;
-        emit(&mut out, &format!("{key}: {} ({detail})", outcome.label()))?;
+        let p = probability.map_or_else(|| "-".to_owned(), |p| format!("{p:.2}"));
+        let event = outcome
+            .compaction()
+            .map(|c| format!(", compaction event {}", c.event.id))
+            .unwrap_or_default();
+        emit(
+            &mut out,
+            &format!(
+                "{key}: {} (gate {}, p {p}, verdict {}{event}): {}",
+                outcome.label(),
+                summary.gate,
+                summary.verdict,
+                summary.detail
+            ),
+        )?;
     }
     if let compaction_core::Outcome::StoreFailed { failure } = outcome {
         return Err(CliError::Database(failure));

@@ -228,6 +228,10 @@ impl<S: ReplayStore> Replay<S> {
         if let Some(c) = outcome.compaction() {
             self.revision = c.revision;
         }
+        // The model failures fail open; a store that cannot be read or written stops the run.
+        if let Outcome::StoreFailed { failure } = &outcome {
+            return Err(ReplayError(format!("turn {n}: {failure}")));
+        }
         Ok(record(
             n,
             snapshot.completed_turns_since_compaction,
@@ -356,52 +360,66 @@ struct Coverage {
 }
 
 fn record(turn: usize, completed: usize, without: u64, with: u64, outcome: &Outcome) -> TurnRecord {
-    let p = outcome.probability().map(|p| p.value());
-    let (gate, verdict, detail) = match outcome {
-        Outcome::FastExit(reason) => ("exit", "-".to_owned(), reason.to_string()),
-        Outcome::Continue(ContinueReason::BelowThreshold { threshold, .. }) => (
-            "probe",
-            "CONTINUE".to_owned(),
-            format!("p < τ = {threshold}"),
-        ),
-        Outcome::Continue(ContinueReason::ProbeFailed { failure }) => (
-            "probe",
-            "CONTINUE".to_owned(),
-            format!("fail-open: {failure}"),
-        ),
-        Outcome::Compressed(c) => ("probe", "COMPRESS".to_owned(), compaction_detail(c)),
-        Outcome::Forced(c) => ("backstop", "COMPRESS".to_owned(), compaction_detail(c)),
-        Outcome::StaleDropped { failure, .. } => (
-            "probe",
-            "COMPRESS".to_owned(),
-            format!("dropped: {failure}"),
-        ),
-        Outcome::SummarizerFailed {
-            failure, forced, ..
-        } => (
-            if *forced { "backstop" } else { "probe" },
-            "COMPRESS".to_owned(),
-            format!("nothing written: {failure}"),
-        ),
-        Outcome::NothingToCompact => (
-            "probe",
-            "COMPRESS".to_owned(),
-            "nothing new to fold".to_owned(),
-        ),
-        Outcome::StoreFailed { failure } => {
-            ("-", "-".to_owned(), format!("store failed: {failure}"))
-        }
-    };
+    let OutcomeSummary {
+        gate,
+        verdict,
+        detail,
+    } = OutcomeSummary::of(outcome);
     TurnRecord {
         turn,
         completed_turns: completed,
         prompt_tokens_without: without,
         prompt_tokens_with: with,
         gate: gate.to_owned(),
-        probability: p,
-        verdict,
+        probability: outcome.probability().map(|p| p.value()),
+        verdict: verdict.to_owned(),
         outcome: outcome.label().to_owned(),
         detail,
+    }
+}
+
+/// An outcome as a person reads it: which gate path ran, the verdict and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutcomeSummary {
+    /// `exit`, `probe`, `backstop` or `-` (the store failed).
+    pub gate: &'static str,
+    /// `COMPRESS`, `CONTINUE` or `-` on a fast exit.
+    pub verdict: &'static str,
+    /// Why: the fast-exit reason, the failure, or what was folded.
+    pub detail: String,
+}
+
+impl OutcomeSummary {
+    /// Summarizes `outcome`.
+    pub fn of(outcome: &Outcome) -> Self {
+        let (gate, verdict, detail) = match outcome {
+            Outcome::FastExit(reason) => ("exit", "-", reason.to_string()),
+            Outcome::Continue(ContinueReason::BelowThreshold { threshold, .. }) => {
+                ("probe", "CONTINUE", format!("p < τ = {threshold}"))
+            }
+            Outcome::Continue(ContinueReason::ProbeFailed { failure }) => {
+                ("probe", "CONTINUE", format!("fail-open: {failure}"))
+            }
+            Outcome::Compressed(c) => ("probe", "COMPRESS", compaction_detail(c)),
+            Outcome::Forced(c) => ("backstop", "COMPRESS", compaction_detail(c)),
+            Outcome::StaleDropped { failure, .. } => {
+                ("probe", "COMPRESS", format!("dropped: {failure}"))
+            }
+            Outcome::SummarizerFailed {
+                failure, forced, ..
+            } => (
+                if *forced { "backstop" } else { "probe" },
+                "COMPRESS",
+                format!("nothing written: {failure}"),
+            ),
+            Outcome::NothingToCompact => ("probe", "COMPRESS", "nothing new to fold".to_owned()),
+            Outcome::StoreFailed { failure } => ("-", "-", format!("store failed: {failure}")),
+        };
+        OutcomeSummary {
+            gate,
+            verdict,
+            detail,
+        }
     }
 }
 

@@ -22,13 +22,20 @@ pub(crate) struct Wiring {
     pub(crate) summarizer: summarizer::Selected,
     /// Where the settings came from.
     pub(crate) settings_origin: String,
+    /// Spec 3.1's disambiguation warning, when the settings needed it.
+    pub(crate) clamp_warning: Option<String>,
 }
 
 impl Wiring {
     /// The first line of output: which models run and why.
     pub(crate) fn banner(&self) -> String {
+        let warning = self
+            .clamp_warning
+            .as_ref()
+            .map(|w| format!(" | warning: {w}"))
+            .unwrap_or_default();
         format!(
-            "decision model: {} | summarizer: {} | settings: {}",
+            "decision model: {} | summarizer: {} | settings: {}{warning}",
             self.decision.reason, self.summarizer.reason, self.settings_origin
         )
     }
@@ -87,10 +94,12 @@ pub(crate) fn wire(
     let effective = settings
         .effective()
         .map_err(|e| CliError::Config(e.to_string()))?;
-    let decision_config = decision_client::DecisionConfig::from_map(&raw)
-        .map_err(|e| CliError::Config(e.to_string()))?;
-    let summarizer_config = summarizer::SummarizerConfig::from_map(&raw)
-        .map_err(|e| CliError::Config(e.to_string()))?;
+    // The adapter keys' errors name the file they came from.
+    let in_origin = |e: &dyn std::fmt::Display| CliError::Config(format!("{origin}: {e}"));
+    let decision_config =
+        decision_client::DecisionConfig::from_map(&raw).map_err(|e| in_origin(&e))?;
+    let summarizer_config =
+        summarizer::SummarizerConfig::from_map(&raw).map_err(|e| in_origin(&e))?;
     let env = |name: &str| std::env::var(name).ok();
     let decision = decision_client::build_decision_model(&effective, &decision_config, env)
         .map_err(|e| CliError::Config(e.to_string()))?;
@@ -101,15 +110,24 @@ pub(crate) fn wire(
         decision,
         summarizer,
         settings_origin: origin,
+        clamp_warning: effective.clamp_warning.map(|w| w.to_string()),
     })
 }
 
-/// `--config PATH` is loaded (and created with defaults when missing); without it the default
-/// location is used only when a file already exists there.
+/// `--config PATH` is loaded and must exist (a read command never creates a file, and a typo
+/// is reported, not replaced by defaults); without it the default location is used only when
+/// a file already exists there.
 fn load_config(explicit: Option<PathBuf>) -> Result<Option<ConfigFile>, CliError> {
     let had_explicit = explicit.is_some();
     let path = ConfigPath::from_env(explicit).map_err(|e| CliError::Config(e.to_string()))?;
-    if !had_explicit && !path.file().exists() {
+    if !path.file().exists() {
+        if had_explicit {
+            let shown = shown(path.file());
+            return Err(CliError::Config(format!(
+                "{shown}: no such config file (create it with the defaults: \
+                 compaction config show --config {shown}; or leave out --config)"
+            )));
+        }
         return Ok(None);
     }
     let store = ConfigStore::open(path);
@@ -180,13 +198,19 @@ pub(crate) struct ProcessIds {
     counter: AtomicU64,
 }
 
+/// An id for this run: the wall clock in nanoseconds and the process id, in hex. Two runs
+/// share one only if the same process id starts within the same nanosecond.
+pub(crate) fn run_id() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    format!("{nanos:x}-{:x}", std::process::id())
+}
+
 impl Default for ProcessIds {
     fn default() -> Self {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
         ProcessIds {
-            prefix: format!("{nanos:x}-{:x}", std::process::id()),
+            prefix: run_id(),
             counter: AtomicU64::new(0),
         }
     }

@@ -46,16 +46,15 @@ fn compaction() -> Command {
     command
 }
 
-/// `compaction replay FILE` on the offline models, with a config file in `dir` that does not
-/// exist yet (so the spec defaults apply).
+/// `compaction replay FILE` on the offline models and the spec defaults: the default config
+/// location is under `dir`, where there is no config file.
 fn offline_replay(dir: &Path, file: &Path) -> Command {
     let mut command = compaction();
     command
         .arg("replay")
         .arg(file)
         .args(["--decision", "offline", "--summarizer", "offline"])
-        .arg("--config")
-        .arg(dir.join("c.json"));
+        .env("ZOTERO_DATA_DIR", dir);
     command
 }
 
@@ -393,4 +392,102 @@ async fn otlp_export_reaches_a_collector() {
         "no turn span exported"
     );
     assert!(!text.contains(SCOPED), "a scoped payload was exported");
+}
+
+/// Usage errors exit 2 (clap names the flag and its values), a named config file that does not
+/// exist exits 3 naming it, and a reading command refuses an empty file without writing to it.
+#[test]
+fn usage_config_and_empty_database_errors_are_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = compaction()
+        .args(["evaluate", "--session", "s"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--db"));
+    let file = dir.path().join("t.jsonl");
+    std::fs::write(&file, transcript(1, |_| 1_000)).expect("write");
+    let out = compaction()
+        .arg("replay")
+        .arg(&file)
+        .args(["--decision", "magic"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("magic") && stderr.contains("chat-logprobs"),
+        "{stderr}"
+    );
+    let missing = dir.path().join("typo.json");
+    let out = offline_replay(dir.path(), &file)
+        .arg("--config")
+        .arg(&missing)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("typo.json: no such config file"),
+        "{stderr}"
+    );
+    assert!(
+        !missing.exists(),
+        "a reading command must not create the config file"
+    );
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").expect("write");
+    for command in ["inspect", "evaluate"] {
+        let out = compaction()
+            .args([command, "--session", "s", "--db"])
+            .arg(&empty)
+            .env("ZOTERO_DATA_DIR", dir.path())
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(4), "{command}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("empty.db: not a session database"),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::metadata(&empty).expect("stat").len(), 0);
+    }
+}
+
+/// `demo --db` can run again on the same file (each run has its own session), and a session
+/// id already in the file is refused before anything is printed.
+#[test]
+fn demo_keeps_each_run_in_its_own_session() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("demo.db");
+    for _ in 0..2 {
+        let out = compaction()
+            .args(["demo", "--json", "--db"])
+            .arg(&db)
+            .output()
+            .expect("run demo");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = compaction()
+        .args(["demo", "--session", "mine", "--db"])
+        .arg(&db)
+        .output()
+        .expect("run demo");
+    assert!(out.status.success());
+    let out = compaction()
+        .args(["demo", "--session", "mine", "--db"])
+        .arg(&db)
+        .output()
+        .expect("run demo");
+    assert_eq!(out.status.code(), Some(4));
+    assert!(
+        out.stdout.is_empty(),
+        "nothing is printed before the session exists"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("pick another --session"), "{stderr}");
 }

@@ -377,11 +377,11 @@ mod tests {
                 assert_eq!(
                     display,
                     format!(
-                        "{key} must be the name of an environment variable: upper-case \
-                         letters, digits and _, not starting with a digit (e.g. \
-                         OPENROUTER_API_KEY), got a value of {chars} characters that is not \
-                         an environment variable name; if it is the API key itself, put it in \
-                         an environment variable and name that variable here"
+                        "{key} must be an environment variable name such as \
+                         OPENROUTER_API_KEY (upper-case letters, digits and _, not starting \
+                         with a digit), got a value of {chars} characters that is not an \
+                         environment variable name; if it is the API key itself, put it in an \
+                         environment variable and name that variable here"
                     )
                 );
             }
@@ -389,7 +389,10 @@ mod tests {
         let err = DecisionConfig::from_map(&map(json!({"decision_api_key_env": 123_456})))
             .unwrap_err()
             .to_string();
-        assert!(err.ends_with("got a number") && !err.contains("123456"), "{err}");
+        assert!(
+            err.ends_with("got a number") && !err.contains("123456"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -398,7 +401,10 @@ mod tests {
             "decision_api_key_env": " MY_KEY_2 ", "decision_chat_api_key_env": "_LOCAL"
         })))
         .unwrap();
-        assert_eq!((c.api_key_env.as_str(), c.chat_api_key_env.as_str()), ("MY_KEY_2", "_LOCAL"));
+        assert_eq!(
+            (c.api_key_env.as_str(), c.chat_api_key_env.as_str()),
+            ("MY_KEY_2", "_LOCAL")
+        );
         let defaults = DecisionConfig::default();
         for name in [&defaults.api_key_env, &defaults.chat_api_key_env] {
             assert!(is_env_var_name(name), "{name}");

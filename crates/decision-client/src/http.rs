@@ -55,8 +55,8 @@ impl fmt::Display for ApiKey {
 }
 
 /// The form every `*_api_key_env` config key accepts, for its error message.
-pub const ENV_VAR_NAME_FORM: &str = "the name of an environment variable: upper-case letters, \
-     digits and _, not starting with a digit (e.g. OPENROUTER_API_KEY)";
+pub const ENV_VAR_NAME_FORM: &str = "an environment variable name such as OPENROUTER_API_KEY \
+     (upper-case letters, digits and _, not starting with a digit)";
 
 /// Whether `name` is a conventional environment variable name, `^[A-Z_][A-Z0-9_]*$`. The
 /// `*_api_key_env` keys accept nothing else: most API keys contain a lower-case letter or a

@@ -150,3 +150,54 @@ async fn the_built_adapter_uses_the_configured_endpoint_key_variable_and_timeout
         0.9
     );
 }
+
+/// A key pasted where its variable's name belongs reaches neither the config error (Display
+/// or Debug) nor, for a config built by hand, any selection reason.
+#[test]
+fn a_pasted_key_never_reaches_a_config_error_or_a_reason() {
+    const SECRETS: [&str; 2] = [
+        "sk-or-v1-0123456789abcdefTOPSECRET",
+        "gsk_abcdefTOPSECRET0123",
+    ];
+    let mut seen = Vec::new();
+    for key in ["decision_api_key_env", "decision_chat_api_key_env"] {
+        for secret in SECRETS {
+            let err =
+                DecisionConfig::from_map(json!({ key: secret }).as_object().unwrap()).unwrap_err();
+            let text = err.to_string();
+            assert!(
+                text.starts_with(key) && text.contains("put it in an environment variable"),
+                "{text}"
+            );
+            seen.push(format!("{err} | {err:?}"));
+        }
+    }
+    let settings = Settings::default().effective().unwrap();
+    for secret in SECRETS {
+        for adapter in [
+            AdapterChoice::Auto,
+            AdapterChoice::Decisions,
+            AdapterChoice::ChatLogprobs,
+        ] {
+            let by_hand = DecisionConfig {
+                adapter,
+                api_key_env: secret.to_owned(),
+                chat_api_key_env: secret.to_owned(),
+                ..DecisionConfig::default()
+            };
+            // Unset, and then set under that very name.
+            for vars in [env(&[]), env(&[(secret, "sk-real")])] {
+                let s = build_decision_model(&settings, &by_hand, vars).unwrap();
+                seen.push(format!("{} | {s:?}", s.reason));
+            }
+        }
+    }
+    for text in &seen {
+        assert!(!text.contains("TOPSECRET"), "{text}");
+    }
+    assert!(
+        seen.iter()
+            .any(|t| t.contains("<invalid variable name, not shown> is not set")),
+        "{seen:?}"
+    );
+}

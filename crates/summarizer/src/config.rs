@@ -4,18 +4,25 @@
 //! |---|---|---|---|
 //! | `summarizer_adapter` | `"auto"` \| `"chat"` \| `"offline"` | `"auto"` | which summarizer runs (see [`crate::factory`]) |
 //! | `summarizer_base_url` | URL | `https://openrouter.ai/api/v1` | OpenAI-compatible base; `/chat/completions` is appended |
-//! | `summarizer_api_key_env` | env var name | `OPENROUTER_API_KEY` | where the bearer key is read; `""` sends no key (local servers) |
+//! | `summarizer_api_key_env` | env var name (`A-Z`, `0-9`, `_`) or `""` | `OPENROUTER_API_KEY` | the variable the bearer key is read from (its name, never the key); `""` sends no key (local servers) |
 //! | `summarizer_timeout_secs` | integer 1–600 | `60` | hard timeout of one chat-completions call |
 //! | `summarizer_max_output_tokens` | integer 64–65536 | `4096` | `max_tokens` sent; a reply cut there is an error |
 //! | `summarizer_offline_max_chars` | integer 500–200000 | `8000` | bound on the offline summary's prose (the sources section is never cut) |
 //!
 //! Every other `summarizer_*` key is an error naming the key; keys without that prefix
 //! belong to other components and are ignored here.
+//!
+//! `summarizer_api_key_env` takes the *name* of a variable, `^[A-Z_][A-Z0-9_]*$`
+//! ([`decision_client::http::is_env_var_name`], shared with the decision client's key
+//! variables), or `""`. Any other value is refused without being shown, since the usual
+//! mistake is pasting the key itself.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use decision_client::http::{describe_non_env_var_name, is_env_var_name};
 
 /// Key: which adapter runs.
 pub const KEY_ADAPTER: &str = "summarizer_adapter";
@@ -106,7 +113,8 @@ pub enum ConfigError {
         key: &'static str,
         /// The expected form.
         expected: &'static str,
-        /// The value found, as JSON.
+        /// The value found, as JSON; for `summarizer_api_key_env` only its type and length,
+        /// since it may be the API key itself.
         found: String,
     },
 }
@@ -119,6 +127,11 @@ fn invalid(key: &'static str, expected: &'static str, found: &Value) -> ConfigEr
     }
 }
 
+/// What `summarizer_api_key_env` accepts: [`decision_client::http::ENV_VAR_NAME_FORM`] or
+/// `""`.
+const API_KEY_ENV_FORM: &str = "an environment variable name such as OPENROUTER_API_KEY \
+     (upper-case letters, digits and _, not starting with a digit) or \"\" for no key";
+
 fn integer_in(
     key: &'static str,
     expected: &'static str,
@@ -129,11 +142,6 @@ fn integer_in(
         .as_u64()
         .filter(|v| range.contains(v))
         .ok_or_else(|| invalid(key, expected, value))
-}
-
-fn is_env_var_name(name: &str) -> bool {
-    name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit())
 }
 
 impl SummarizerConfig {
@@ -173,13 +181,11 @@ impl SummarizerConfig {
                 KEY_API_KEY_ENV => {
                     config.api_key_env = value
                         .as_str()
-                        .filter(|v| is_env_var_name(v))
-                        .ok_or_else(|| {
-                            invalid(
-                                KEY_API_KEY_ENV,
-                                "an environment variable name (letters, digits, _) or \"\"",
-                                value,
-                            )
+                        .filter(|v| v.is_empty() || is_env_var_name(v))
+                        .ok_or_else(|| ConfigError::InvalidValue {
+                            key: KEY_API_KEY_ENV,
+                            expected: API_KEY_ENV_FORM,
+                            found: describe_non_env_var_name(value),
                         })?
                         .to_owned();
                 }
@@ -225,6 +231,7 @@ impl SummarizerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use decision_client::http::ENV_VAR_NAME_FORM;
     use serde_json::json;
 
     fn parse(value: Value) -> Result<SummarizerConfig, ConfigError> {
@@ -269,6 +276,47 @@ mod tests {
     }
 
     #[test]
+    fn a_pasted_key_is_refused_without_being_shown() {
+        assert!(API_KEY_ENV_FORM.starts_with(ENV_VAR_NAME_FORM));
+        for secret in [
+            "sk-or-v1-0123456789abcdefTOPSECRET",
+            "gsk_abcdefTOPSECRET0123",
+            "openrouter_api_key_TOPSECRET",
+            " OPENROUTER_API_KEY_TOPSECRET",
+        ] {
+            let err = parse(json!({ KEY_API_KEY_ENV: secret })).unwrap_err();
+            let (display, debug) = (err.to_string(), format!("{err:?}"));
+            for text in [&display, &debug] {
+                assert!(!text.contains("TOPSECRET"), "{text}");
+            }
+            let chars = secret.chars().count();
+            assert!(
+                display.starts_with(&format!("{KEY_API_KEY_ENV} must be {API_KEY_ENV_FORM}")),
+                "{display}"
+            );
+            assert!(
+                display.contains(&format!(
+                    "got a value of {chars} characters that is not an environment variable name; \
+                     if it is the API key itself, put it in an environment variable and name \
+                     that variable here"
+                )),
+                "{display}"
+            );
+        }
+    }
+
+    #[test]
+    fn key_variable_names_are_upper_case_or_empty() {
+        for name in ["", DEFAULT_API_KEY_ENV, "E2E_SUMMARIZER_KEY", "_LOCAL_2"] {
+            let config = parse(json!({ KEY_API_KEY_ENV: name })).unwrap();
+            assert_eq!(config.api_key_env, name);
+        }
+        for bad in ["  ", "my_key", "2KEY", "MY-KEY", "Openrouter_Api_Key"] {
+            assert!(parse(json!({ KEY_API_KEY_ENV: bad })).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn errors_name_the_key_the_expected_form_and_the_value() {
         let cases = [
             (
@@ -289,7 +337,17 @@ mod tests {
             ),
             (
                 json!({"summarizer_api_key_env": "MY KEY"}),
-                "summarizer_api_key_env must be an environment variable name (letters, digits, _) or \"\", got \"MY KEY\"",
+                "summarizer_api_key_env must be an environment variable name such as \
+                 OPENROUTER_API_KEY (upper-case letters, digits and _, not starting with a digit) \
+                 or \"\" for no key, got a value of 6 characters that is not an environment \
+                 variable name; if it is the API key itself, put it in an environment variable \
+                 and name that variable here",
+            ),
+            (
+                json!({"summarizer_api_key_env": null}),
+                "summarizer_api_key_env must be an environment variable name such as \
+                 OPENROUTER_API_KEY (upper-case letters, digits and _, not starting with a digit) \
+                 or \"\" for no key, got null",
             ),
             (
                 json!({"summarizer_offline_max_chars": 10}),

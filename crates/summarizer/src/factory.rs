@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use compaction_core::{EffectiveSettings, Summarizer};
-use decision_client::http::ApiKey;
+use decision_client::http::{ApiKey, shown_env_var_name};
 
 use crate::chat::ChatSummarizer;
 use crate::config::{AdapterChoice, KEY_ADAPTER, SummarizerConfig};
@@ -50,7 +50,8 @@ pub enum FactoryError {
          summarizer_api_key_env to \"\" for a server without keys, or use \"auto\"/\"offline\""
     )]
     MissingKey {
-        /// The variable named by `summarizer_api_key_env`.
+        /// The variable named by `summarizer_api_key_env` (a placeholder if that is not an
+        /// environment variable name: it may be the key itself).
         var: String,
     },
     /// The HTTP client could not be built.
@@ -74,6 +75,9 @@ pub fn build_summarizer(
     if config.adapter == AdapterChoice::Offline {
         return Ok(offline(format!("{KEY_ADAPTER} is \"offline\"")));
     }
+    // A name is printed only when it is one: `from_map` refuses anything else, and a config
+    // built by hand with a pasted key must not put the key in the reason or an error either.
+    let var = shown_env_var_name(&config.api_key_env);
     let key = if config.api_key_env.is_empty() {
         None
     } else {
@@ -81,17 +85,17 @@ pub fn build_summarizer(
             Some(secret) => Some(ApiKey::new(secret.trim())),
             None if config.adapter == AdapterChoice::Chat => {
                 return Err(FactoryError::MissingKey {
-                    var: config.api_key_env.clone(),
+                    var: var.to_owned(),
                 });
             }
-            None => return Ok(offline(format!("{} is not set", config.api_key_env))),
+            None => return Ok(offline(format!("{var} is not set"))),
         }
     };
     let chat = ChatSummarizer::new(config, &settings.summarizer_model, key)?;
     let auth = if config.api_key_env.is_empty() {
         "no API key (summarizer_api_key_env is \"\")".to_owned()
     } else {
-        format!("key from {}", config.api_key_env)
+        format!("key from {var}")
     };
     let reason = format!(
         "chat-completions summarizer: {} at {} ({auth})",
@@ -163,6 +167,39 @@ mod tests {
         };
         let err = build_summarizer(&settings(), &config, |_| None).unwrap_err();
         assert!(err.to_string().contains("MY_KEY"), "{err}");
+    }
+
+    #[test]
+    fn a_pasted_key_never_reaches_a_reason_or_an_error() {
+        for secret in [
+            "sk-or-v1-0123456789abcdefTOPSECRET",
+            "gsk_abcdefTOPSECRET0123",
+        ] {
+            let mut seen = Vec::new();
+            for adapter in [AdapterChoice::Auto, AdapterChoice::Chat] {
+                // Built by hand: `SummarizerConfig::from_map` refuses such a value.
+                let config = SummarizerConfig {
+                    adapter,
+                    api_key_env: secret.into(),
+                    ..SummarizerConfig::default()
+                };
+                let set = |name: &str| (name == secret).then(|| "sk-real".to_owned());
+                let selected = build_summarizer(&settings(), &config, set).unwrap();
+                seen.push(format!("{} | {selected:?}", selected.reason));
+                match build_summarizer(&settings(), &config, |_| None) {
+                    Ok(selected) => seen.push(format!("{} | {selected:?}", selected.reason)),
+                    Err(e) => seen.push(format!("{e} | {e:?}")),
+                }
+            }
+            assert!(
+                seen.iter()
+                    .any(|t| t.contains("<invalid variable name, not shown>")),
+                "{seen:?}"
+            );
+            for text in &seen {
+                assert!(!text.contains("TOPSECRET"), "{text}");
+            }
+        }
     }
 
     #[test]
