@@ -48,7 +48,7 @@ pub struct Compaction {
     pub event: Event,
     /// The session's revision after the append.
     pub revision: Revision,
-    /// Turns folded by this compaction (new turns only).
+    /// Turns folded by this compaction (new turns only, completed or not).
     pub slice_turns: usize,
     /// p, when the decision model was asked.
     pub probability: Option<Probability>,

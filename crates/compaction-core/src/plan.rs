@@ -57,7 +57,7 @@ pub struct CompactionPlan {
     pub start_timestamp: Timestamp,
     /// t_{N-K}: the slice's last event (the last event of turn N-K).
     pub end_timestamp: Timestamp,
-    /// Completed turns kept verbatim (K, or fewer when there are not that many).
+    /// Completed turns kept verbatim: K (a plan exists only when there are more than K).
     pub retained_turns: usize,
 }
 
@@ -160,12 +160,19 @@ pub fn render_event_body(event: &Event) -> String {
     };
     let mut pieces = Vec::new();
     for part in &content.parts {
-        if let Some(text) = &part.text {
+        // A model's thought parts are its reasoning, not the conversation.
+        if let Some(text) = &part.text
+            && !part.is_thought()
+        {
             pieces.push(text.trim().to_owned());
         }
         if let Some(call) = &part.function_call {
             let args = call.args.as_ref().map(Value::to_string).unwrap_or_default();
-            pieces.push(format!("[tool call {}({args})]", call.name));
+            pieces.push(format!(
+                "[tool call {}({})]",
+                call.name,
+                cut_tool_content(&args)
+            ));
         }
         if let Some(resp) = &part.function_response {
             pieces.push(format!(
@@ -252,5 +259,39 @@ impl CompactionPlan {
             json!({ METADATA_KEY: metadata }),
         );
         event
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Content, FunctionCall, Part};
+    use serde_json::json;
+
+    #[test]
+    fn bodies_leave_out_thoughts_and_cut_long_tool_arguments() {
+        let mut thought = Part::text("private reasoning");
+        thought.extra.insert("thought".into(), json!(true));
+        let call = Part {
+            function_call: Some(FunctionCall {
+                id: None,
+                name: "search_library".into(),
+                args: Some(json!({ "query": "x".repeat(MAX_TOOL_CONTENT_CHARS + 10) })),
+            }),
+            ..Part::default()
+        };
+        let event =
+            Event::new("e", "i", "coordinator", crate::Timestamp::EPOCH).with_content(Content {
+                role: Some("model".into()),
+                parts: vec![thought, Part::text("The answer."), call],
+            });
+        let body = render_event_body(&event);
+        assert!(!body.contains("private reasoning"), "{body}");
+        assert!(
+            body.starts_with("The answer.\n[tool call search_library("),
+            "{body}"
+        );
+        assert!(body.contains("[… truncated at 30000 characters]"), "{body}");
+        assert!(body.len() < MAX_TOOL_CONTENT_CHARS + 200);
     }
 }

@@ -28,7 +28,10 @@ pub const DEFAULT_STATE_BUDGET_TOKENS: usize = 500;
 /// What the decision model reads: the conversation so far and the turn that just completed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DecisionState {
-    /// Turns 1..N-1 as `**User**: …\n**Assistant**: …` pairs separated by a blank line.
+    /// The completed turns before turn N that the live summary does not cover (turns 1..N-1
+    /// before the first compaction; see ARCHITECTURE.md, "decision probe"), oldest dropped
+    /// first to fit the budget, as `**User**: …\n**Assistant**: …` pairs separated by a blank
+    /// line.
     pub earlier_discussion: String,
     /// Turn N as one pair.
     pub latest_turn: String,
@@ -63,7 +66,8 @@ pub fn research_findings(state: &Map<String, Value>, invocation_id: &str) -> Opt
             .and_then(Value::as_str)?,
         _ => return None,
     };
-    Some(first_words(text, MAX_FINDINGS_WORDS))
+    // A blank summary says nothing: the turn falls back to its final text.
+    (!text.trim().is_empty()).then(|| first_words(text, MAX_FINDINGS_WORDS))
 }
 
 fn first_words(text: &str, n: usize) -> String {
@@ -181,6 +185,11 @@ mod tests {
             research_findings(state.as_object().unwrap(), "r1").as_deref(),
             Some("short")
         );
+        // A blank summary is no summary: the turn falls back to its final text.
+        let blank = json!({ RESEARCH_TURN_HISTORY: [
+            {"invocation_id": "r1", "conclude_output": {"findings_summary": "  \n"}}
+        ]});
+        assert_eq!(research_findings(blank.as_object().unwrap(), "r1"), None);
     }
 
     #[test]

@@ -67,7 +67,8 @@ pub const COMPACTION_DECISION_PROBABILITY: &str = "compaction.decision.probabili
 
 /// `[t_1, t_{N-K}]` in epoch seconds, as an f64 array.
 pub const COMPACTION_SUMMARIZE_RANGE: &str = "compaction.summarize.range";
-/// Completed turns folded by this summarization.
+/// Turns folded by this summarization (the new ones only; a turn that never completed, an
+/// errored one say, is folded with the rest).
 pub const COMPACTION_SUMMARIZE_SLICE_TURNS: &str = "compaction.summarize.slice_turns";
 /// True when the hard backstop forced the compaction.
 pub const COMPACTION_SUMMARIZE_FORCED: &str = "compaction.summarize.forced";
