@@ -547,9 +547,13 @@ fn config_command(action: ConfigAction, config: Option<PathBuf>) -> Result<(), C
             emit(&mut out, String::from_utf8_lossy(&file.render()).trim_end())
         }
         ConfigAction::Set { key, value } => {
-            let file = store
-                .set(&key, &value)
-                .map_err(|e| CliError::Config(e.to_string()))?;
+            let file = if compaction_core::settings::KEYS.contains(&key.as_str()) {
+                store
+                    .set(&key, &value)
+                    .map_err(|e| CliError::Config(e.to_string()))?
+            } else {
+                wiring::set_adapter_key(&store, &key, &value)?
+            };
             emit(
                 &mut out,
                 &format!("{key} set in {}", wiring::shown(file.path())),

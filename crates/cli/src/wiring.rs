@@ -137,6 +137,46 @@ fn load_config(explicit: Option<PathBuf>) -> Result<Option<ConfigFile>, CliError
         .map_err(|e| CliError::Config(e.to_string()))
 }
 
+/// Sets one of the adapters' keys (`decision_adapter`, `summarizer_base_url`, …) in the
+/// config file: the value is read as a JSON number or boolean when it is one, otherwise as a
+/// string, and checked by the adapter crate's own parser before anything is written. Any other
+/// key is refused, naming every settable key.
+pub(crate) fn set_adapter_key(
+    store: &ConfigStore,
+    key: &str,
+    text: &str,
+) -> Result<ConfigFile, CliError> {
+    let adapter_keys = decision_client::config::KEYS
+        .iter()
+        .chain(&summarizer::config::KEYS);
+    if !adapter_keys.clone().any(|k| *k == key) {
+        let known: Vec<&str> = compaction_core::settings::KEYS
+            .iter()
+            .chain(adapter_keys)
+            .copied()
+            .collect();
+        return Err(CliError::Config(format!(
+            "unknown key {key}; the settable keys are: {}",
+            known.join(", ")
+        )));
+    }
+    let value = match serde_json::from_str::<Value>(text) {
+        Ok(v) if v.is_number() || v.is_boolean() => v,
+        _ => Value::from(text),
+    };
+    let file = store.load().map_err(|e| CliError::Config(e.to_string()))?;
+    let shown = shown(file.path());
+    let mut raw = file.raw().clone();
+    raw.insert(key.to_owned(), value.clone());
+    decision_client::DecisionConfig::from_map(&raw)
+        .map_err(|e| CliError::Config(format!("{shown}: {e}")))?;
+    summarizer::SummarizerConfig::from_map(&raw)
+        .map_err(|e| CliError::Config(format!("{shown}: {e}")))?;
+    store
+        .set_extra(key, value)
+        .map_err(|e| CliError::Config(e.to_string()))
+}
+
 /// The config store `compaction config` works on.
 pub(crate) fn config_store(explicit: Option<PathBuf>) -> Result<ConfigStore, CliError> {
     let path = ConfigPath::from_env(explicit).map_err(|e| CliError::Config(e.to_string()))?;

@@ -491,3 +491,65 @@ fn demo_keeps_each_run_in_its_own_session() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("pick another --session"), "{stderr}");
 }
+
+/// `config set` works through config-ssot on spec keys and on the adapters' keys (checked by
+/// the adapter's own parser before anything is written), and refuses an unknown key naming
+/// every settable one; `config show` prints the file.
+#[test]
+fn config_set_takes_spec_and_adapter_keys_and_refuses_the_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("zocrates_config.json");
+    let config = |args: &[&str]| {
+        compaction()
+            .arg("config")
+            .args(args)
+            .arg("--config")
+            .arg(&file)
+            .output()
+            .expect("run config")
+    };
+    assert!(
+        config(&["set", "adaptive_compaction_min_turns", "6"])
+            .status
+            .success()
+    );
+    assert!(
+        config(&["set", "decision_adapter", "offline"])
+            .status
+            .success()
+    );
+    assert!(
+        config(&["set", "summarizer_timeout_secs", "45"])
+            .status
+            .success()
+    );
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("json");
+    assert_eq!(written["adaptive_compaction_min_turns"], 6);
+    assert_eq!(written["decision_adapter"], "offline");
+    assert_eq!(written["summarizer_timeout_secs"], 45);
+    let before = std::fs::read(&file).expect("read");
+    let out = config(&["set", "decision_adapter", "psychic"]);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("zocrates_config.json") && stderr.contains("decision_adapter"),
+        "{stderr}"
+    );
+    let out = config(&["set", "decison_adapter", "offline"]);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("unknown key decison_adapter")
+            && stderr.contains("adaptive_compaction_threshold")
+            && stderr.contains("summarizer_base_url"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&file).expect("read"),
+        before,
+        "refusals write nothing"
+    );
+    let shown = config(&["show"]);
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("\"decision_adapter\": \"offline\""));
+}
