@@ -61,7 +61,7 @@ enum Command {
     /// Replay a JSONL transcript (`-` for stdin) through the engine, one evaluation per turn.
     Replay {
         /// The transcript (see README: transcript format), or `-` for stdin.
-        file: String,
+        file: PathBuf,
         #[command(flatten)]
         run: RunArgs,
         /// Session database file (created when missing; default: a temporary one).
@@ -218,16 +218,17 @@ async fn run(cli: Cli) -> Result<(), CliError> {
     }
 }
 
-fn read_transcript(file: &str) -> Result<Vec<transcript::TranscriptTurn>, CliError> {
-    if file == "-" {
+fn read_transcript(file: &std::path::Path) -> Result<Vec<transcript::TranscriptTurn>, CliError> {
+    if file.as_os_str() == "-" {
         let stdin = std::io::stdin();
         return Ok(transcript::parse("<stdin>", stdin.lock())?);
     }
+    let name = wiring::shown(file);
     let f = std::fs::File::open(file).map_err(|error| transcript::TranscriptError::Io {
-        source_name: file.to_owned(),
+        source_name: name.clone(),
         error,
     })?;
-    Ok(transcript::parse(file, std::io::BufReader::new(f))?)
+    Ok(transcript::parse(&name, std::io::BufReader::new(f))?)
 }
 
 fn open_store(db: &std::path::Path) -> Result<Arc<SqliteStore>, CliError> {
@@ -404,11 +405,12 @@ async fn replay_turns(
                 emit(
                     &mut out,
                     &format!(
-                        "Session {key} is kept in {path}; to see it again: compaction inspect --db {path} --app {} --user {} --session {}",
-                        key.app_name,
-                        key.user_id,
-                        key.session_id,
-                        path = wiring::shown(path),
+                        "Session {key} is kept in {}; to see it again: compaction inspect --db {} --app {} --user {} --session {}",
+                        wiring::shown(path),
+                        render::shell_word(&wiring::shown(path)),
+                        render::shell_word(&key.app_name),
+                        render::shell_word(&key.user_id),
+                        render::shell_word(&key.session_id),
                     ),
                 )?;
             }

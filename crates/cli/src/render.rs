@@ -32,6 +32,20 @@ pub(crate) fn table_row(r: &TurnRecord) -> String {
     )
 }
 
+/// `word` as one POSIX shell word: as is when it holds only safe characters, otherwise in
+/// single quotes (a quote inside becomes `'\''`).
+pub(crate) fn shell_word(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c));
+    if safe {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// The assembled context, one block per entry, long texts shortened to `max_chars`.
 pub(crate) fn context(ctx: &AssembledContext, max_chars: usize) -> String {
     let mut out = String::new();
@@ -132,6 +146,14 @@ mod tests {
 
     fn at(seconds: f64) -> String {
         utc(Timestamp::new(seconds).expect("valid"))
+    }
+
+    #[test]
+    fn shell_words_are_quoted_only_when_needed() {
+        assert_eq!(shell_word("/tmp/demo.db"), "/tmp/demo.db");
+        assert_eq!(shell_word("my sessions.db"), "'my sessions.db'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word(""), "''");
     }
 
     #[test]
