@@ -98,11 +98,9 @@ impl<'a> Turn<'a> {
             .events
             .iter()
             .rev()
-            .find(|e| !e.is_partial() && (e.has_parts() || e.error_code.is_some()))?;
-        let is_response = !last.is_user()
-            && last.error_code.is_none()
-            && last.has_text()
-            && !std::ptr::eq(*last, self.events[0]);
+            .find(|e| completion_evidence(e).is_some())?;
+        let is_response =
+            completion_evidence(last) == Some(true) && !std::ptr::eq(*last, self.events[0]);
         is_response.then_some(*last)
     }
 
@@ -120,6 +118,18 @@ impl<'a> Turn<'a> {
     pub fn last_timestamp(&self) -> crate::Timestamp {
         self.events[self.events.len() - 1].timestamp
     }
+}
+
+/// What an event inside a turn says about whether the turn is completed, the one rule both
+/// [`Turn::final_response`] and a store's incremental turn count follow: `None` when it says
+/// nothing (a partial chunk, or an actions-only event with no content parts and no error),
+/// `Some(true)` for a final answer (non-user author, no error, message text), `Some(false)`
+/// for anything else (a tool call or result, an error, thoughts alone).
+pub fn completion_evidence(event: &Event) -> Option<bool> {
+    if event.is_partial() || (!event.has_parts() && event.error_code.is_none()) {
+        return None;
+    }
+    Some(!event.is_user() && event.error_code.is_none() && event.has_text())
 }
 
 /// True when `event` opens a turn: an unscoped, non-partial user event with text.

@@ -10,8 +10,9 @@
 //! (`apply_rewinds(h + [e]) = apply_rewinds(h) + [e]`), so the header can follow the view one
 //! event at a time with a [`TurnTracker`]:
 //! - a turn start closes the open turn (counting it when it was completed) and opens a new one;
-//! - a non-partial event inside the open turn decides whether the turn is completed *for now*
-//!   (a text answer by a non-user author without an error); partial chunks change nothing;
+//! - an event inside the open turn decides whether the turn is completed *for now*, by
+//!   compaction-core's [`completion_evidence`] (a text answer by a non-user author without an
+//!   error); partial chunks and actions-only events change nothing;
 //! - a compaction that becomes the live one resets the count: what follows it belongs to no
 //!   turn until the next turn start.
 //!
@@ -21,7 +22,7 @@
 use std::collections::HashSet;
 
 use compaction_core::context::live_compaction_index;
-use compaction_core::history::starts_turn;
+use compaction_core::history::{completion_evidence, starts_turn};
 use compaction_core::{Event, apply_rewinds, coordinator_prompt_tokens, subsumed_compaction_ids};
 
 /// Where the newest turn of the view stands.
@@ -83,14 +84,13 @@ impl TurnTracker {
             self.open = OpenTurn::Open;
             return;
         }
-        if self.open == OpenTurn::None || event.is_partial() {
+        if self.open == OpenTurn::None {
             return;
         }
-        let answers = !event.is_user() && event.error_code.is_none() && event.has_text();
-        self.open = if answers {
-            OpenTurn::Completed
-        } else {
-            OpenTurn::Open
+        self.open = match completion_evidence(event) {
+            None => return,
+            Some(true) => OpenTurn::Completed,
+            Some(false) => OpenTurn::Open,
         };
     }
 

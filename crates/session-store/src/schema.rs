@@ -56,7 +56,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX events_view_compactions ON events (session_pk, comp_end, seq)
         WHERE in_view = 1 AND is_compaction = 1;
     "#,
+    // 2: no schema change. Turn completion now passes over actions-only events (a callback's
+    // state delta, `end_of_agent`) and thought parts, so every stored gate header is recounted
+    // from its history in the same transaction (`recount_turn_headers`).
+    "",
 ];
+
+/// The first migration after which stored turn counts follow the current completion rule.
+const TURN_RULE_VERSION: i64 = 2;
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -90,9 +97,47 @@ pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migration> {
     for sql in &MIGRATIONS[start..] {
         tx.execute_batch(sql)?;
     }
+    if found > 0 && found < TURN_RULE_VERSION {
+        recount_turn_headers(&tx)?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
     Ok(Migration::Current {
         applied: MIGRATIONS.len() - start,
     })
+}
+
+/// Recounts every session's completed turns since its live compaction from its stored
+/// history, with compaction-core's rules ([`crate::header::Recomputed`]). A body that does not
+/// parse fails the migration (and so the open), naming the event; nothing is written then.
+fn recount_turn_headers(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    let sessions: Vec<i64> = tx
+        .prepare("SELECT pk FROM sessions")?
+        .query_map([], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut read =
+        tx.prepare("SELECT event_id, body FROM events WHERE session_pk = ?1 ORDER BY seq")?;
+    let mut write =
+        tx.prepare("UPDATE sessions SET closed_turns = ?2, open_turn = ?3 WHERE pk = ?1")?;
+    for pk in sessions {
+        let mut events = Vec::new();
+        let mut rows = read.query([pk])?;
+        while let Some(row) = rows.next()? {
+            let id: String = row.get(0)?;
+            let body: String = row.get(1)?;
+            let event: compaction_core::Event = serde_json::from_str(&body).map_err(|e| {
+                rusqlite::Error::ToSqlConversionFailure(
+                    format!("event {id:?} of session row {pk} does not parse: {e}").into(),
+                )
+            })?;
+            events.push(event);
+        }
+        let tracker = crate::header::Recomputed::from_history(&events).tracker;
+        write.execute((
+            pk,
+            i64::try_from(tracker.closed).unwrap_or(i64::MAX),
+            tracker.open.code(),
+        ))?;
+    }
+    Ok(())
 }

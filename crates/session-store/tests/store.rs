@@ -118,6 +118,56 @@ fn migrates_an_empty_file_and_a_new_path_and_reopens_without_migrating_again() {
     }
 }
 
+/// A file from schema version 1 counted a turn ending in an actions-only event (a callback's
+/// state delta) as not completed; opening it with this build recounts every header from the
+/// stored history, once, in the migration's transaction.
+#[test]
+fn opening_a_version_1_file_recounts_its_turn_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    let mut f = compaction_core::testing::EventFactory::new();
+    let mut events = Vec::new();
+    for i in 0..3 {
+        let inv = format!("inv{i}");
+        events.extend(f.conversational_turn(&inv, "question", "answer"));
+        let mut delta = f.model(&inv, "");
+        delta.content = None;
+        delta
+            .actions
+            .extra
+            .insert("state_delta".into(), serde_json::json!({"k": i}));
+        events.push(delta);
+    }
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        store.create_session(&key(), Map::new()).unwrap();
+        let mut revision = Revision(0);
+        for e in &events {
+            revision = store.append_event(&key(), revision, e).unwrap();
+        }
+        assert_eq!(
+            store.header(&key()).unwrap().gate,
+            compaction_core::gate_input(&events)
+        );
+    }
+    // What a version-1 build left behind: the old count (the last turn still open) and the
+    // old version.
+    {
+        let conn = raw(&path);
+        conn.execute("UPDATE sessions SET closed_turns = 0, open_turn = 1", [])
+            .unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let header = store.header(&key()).unwrap();
+    assert_eq!(header.gate, compaction_core::gate_input(&events));
+    assert_eq!(header.gate.completed_turns_since_compaction, 3);
+    let version: i64 = raw(&path)
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+}
+
 #[test]
 fn refuses_a_future_schema_without_touching_the_file() {
     let dir = tempfile::tempdir().unwrap();

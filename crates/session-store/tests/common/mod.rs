@@ -34,6 +34,10 @@ pub enum TurnKind {
     TrailingPartial,
     QuestionOnly,
     ReopenedByToolCall,
+    /// A final answer, then actions-only events (a callback's state delta, `end_of_agent`).
+    TrailingActionsOnly,
+    /// The model's thoughts, never an answer.
+    ThoughtsOnly,
 }
 
 /// One step of a generated history.
@@ -77,6 +81,8 @@ pub fn turn_kind() -> impl Strategy<Value = TurnKind> {
         1 => Just(TurnKind::TrailingPartial),
         1 => Just(TurnKind::QuestionOnly),
         1 => Just(TurnKind::ReopenedByToolCall),
+        1 => Just(TurnKind::TrailingActionsOnly),
+        1 => Just(TurnKind::ThoughtsOnly),
     ]
 }
 
@@ -147,6 +153,26 @@ pub fn build(ops: &[Op]) -> Vec<Event> {
                         let mut t = f.conversational_turn(&inv, "question", "first answer");
                         t.push(f.function_call(&inv, "search_library"));
                         t
+                    }
+                    TurnKind::TrailingActionsOnly => {
+                        let mut t = f.conversational_turn(&inv, "question", "final");
+                        let mut delta = f.model(&inv, "");
+                        delta.content = None;
+                        delta
+                            .actions
+                            .extra
+                            .insert("state_delta".into(), serde_json::json!({"k": 1}));
+                        t.push(delta);
+                        t
+                    }
+                    TurnKind::ThoughtsOnly => {
+                        let mut thought = f.model(&inv, "reasoning");
+                        if let Some(content) = thought.content.as_mut() {
+                            content.parts[0]
+                                .extra
+                                .insert("thought".into(), serde_json::json!(true));
+                        }
+                        vec![f.user(&inv, "question"), thought]
                     }
                 };
                 if let (Some(tokens), Some(last)) =
