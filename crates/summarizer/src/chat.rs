@@ -205,6 +205,29 @@ impl ChatSummarizer {
                 max_tokens: self.max_tokens,
             });
         }
+        // A generation that failed midway (OpenRouter: `finish_reason: "error"` with a
+        // `choices[0].error` object and partial content) is no summary; neither is any other
+        // reason than a natural stop (missing or null from local servers that omit it).
+        if let Some(error) = choice.get("error").filter(|e| !e.is_null()) {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_owned);
+            return Err(SummarizerError::Upstream {
+                url: url.clone(),
+                message: message.chars().take(300).collect(),
+            });
+        }
+        if let Some(reason) = finish_reason.filter(|r| *r != "stop") {
+            return Err(SummarizerError::Upstream {
+                url: url.clone(),
+                message: format!(
+                    "the generation ended with finish_reason {:?}; only \"stop\" marks a \
+                     complete summary",
+                    reason.chars().take(40).collect::<String>()
+                ),
+            });
+        }
         let text = match message.get("content") {
             Some(Value::String(s)) => s.trim(),
             None | Some(Value::Null) => "",

@@ -221,6 +221,34 @@ async fn json_without_choices_is_malformed() {
     );
 }
 
+/// A generation that failed midway (OpenRouter's `finish_reason: "error"` with partial content
+/// and a `choices[0].error`), or that ended for any reason but a natural stop, is no summary:
+/// the partial text must never be written.
+#[tokio::test]
+async fn a_generation_that_did_not_stop_naturally_is_an_error() {
+    let mut failed = completion(
+        json!("## Comprehensive Conversation Summary\nSilic"),
+        "error",
+    );
+    failed["choices"][0]["error"] = json!({"code": 502, "message": "provider disconnected"});
+    let err = failure(ResponseTemplate::new(200).set_body_json(failed)).await;
+    assert!(
+        matches!(&err, SummarizerError::Upstream { message, .. } if message == "provider disconnected"),
+        "{err:?}"
+    );
+    for reason in ["error", "tool_calls"] {
+        let err = failure(ResponseTemplate::new(200).set_body_json(completion(
+            json!("## Comprehensive Conversation Summary\nSilic"),
+            reason,
+        )))
+        .await;
+        assert!(
+            matches!(&err, SummarizerError::Upstream { message, .. } if message.contains(reason)),
+            "{err:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn an_empty_or_whitespace_summary_is_an_error() {
     for content in [json!("  \n\t "), json!(null)] {
