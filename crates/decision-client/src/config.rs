@@ -235,6 +235,13 @@ impl DecisionConfig {
             if !(base.starts_with("http://") || base.starts_with("https://")) {
                 return Err(invalid(key, URL, &Value::String(base.clone())));
             }
+            if crate::http::has_credentials(base) {
+                return Err(ConfigError::Invalid {
+                    key,
+                    expected: crate::http::NO_CREDENTIALS_FORM,
+                    found: "a URL with credentials (not shown)".to_owned(),
+                });
+            }
         }
         if let Some(v) = map.get(KEY_TIMEOUT_SECS) {
             c.timeout_secs = v
@@ -276,6 +283,21 @@ mod tests {
 
     fn map(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_base_url_with_credentials_is_refused_without_being_shown() {
+        for key in [KEY_API_BASE_URL, KEY_CHAT_BASE_URL] {
+            let mut map = Map::new();
+            map.insert(key.into(), json!("https://me:TOPSECRET@openrouter.ai"));
+            let err = DecisionConfig::from_map(&map).unwrap_err();
+            let shown = format!("{err} {err:?}");
+            assert!(!shown.contains("TOPSECRET"), "{shown}");
+            assert!(
+                shown.contains(key) && shown.contains("without credentials"),
+                "{shown}"
+            );
+        }
     }
 
     #[test]

@@ -271,6 +271,19 @@ pub fn host_of(url: &str) -> String {
         .to_owned()
 }
 
+/// True when the URL's authority carries credentials (`user:password@host`): such a URL must
+/// not be configured, since URLs are shown in banners, errors and spans.
+pub fn has_credentials(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    rest.split(['/', '?', '#'])
+        .next()
+        .is_some_and(|authority| authority.contains('@'))
+}
+
+/// What a base-URL key expects instead of a URL with credentials.
+pub const NO_CREDENTIALS_FORM: &str = "a URL without credentials (no user:password@ part; the \
+     API key belongs in the environment variable the *_api_key_env key names)";
+
 /// Joins a base URL and a path with exactly one slash.
 pub fn join_url(base: &str, path: &str) -> String {
     format!(

@@ -67,14 +67,8 @@ struct ChatRequest<'a> {
     max_tokens: u32,
 }
 
-/// The host part of a URL (`openrouter.ai`, `127.0.0.1:8080`).
-fn host_of(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split(['/', '?', '#']).next().unwrap_or(rest)
-}
-
 fn is_openrouter(base_url: &str) -> bool {
-    let host = host_of(base_url);
+    let host = decision_client::http::host_of(base_url);
     host == "openrouter.ai" || host.ends_with(".openrouter.ai")
 }
 
@@ -107,7 +101,7 @@ impl ChatSummarizer {
             } else {
                 "openai".into()
             },
-            provider: host_of(&config.base_url).to_owned(),
+            provider: decision_client::http::host_of(&config.base_url),
             model: model.clone(),
         };
         Ok(ChatSummarizer {
@@ -285,6 +279,9 @@ mod tests {
             "nvidia/nemotron-3.5-lightning:free"
         );
         assert_eq!(wire_model("http://127.0.0.1:8000/v1", slug), slug);
-        assert_eq!(host_of("http://127.0.0.1:8000/v1"), "127.0.0.1:8000");
+        assert_eq!(
+            decision_client::http::host_of("http://127.0.0.1:8000/v1"),
+            "127.0.0.1:8000"
+        );
     }
 }

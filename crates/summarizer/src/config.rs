@@ -177,6 +177,13 @@ impl SummarizerConfig {
                             invalid(KEY_BASE_URL, "an http:// or https:// URL string", value)
                         })?
                         .to_owned();
+                    if decision_client::http::has_credentials(&config.base_url) {
+                        return Err(ConfigError::InvalidValue {
+                            key: KEY_BASE_URL,
+                            expected: decision_client::http::NO_CREDENTIALS_FORM,
+                            found: "a URL with credentials (not shown)".to_owned(),
+                        });
+                    }
                 }
                 KEY_API_KEY_ENV => {
                     config.api_key_env = value
@@ -239,6 +246,19 @@ mod tests {
             Value::Object(map) => SummarizerConfig::from_map(&map),
             _ => unreachable!("tests pass objects"),
         }
+    }
+
+    #[test]
+    fn a_base_url_with_credentials_is_refused_without_being_shown() {
+        let mut map = Map::new();
+        map.insert(KEY_BASE_URL.into(), json!("https://me:TOPSECRET@host/v1"));
+        let err = SummarizerConfig::from_map(&map).unwrap_err();
+        let shown = format!("{err} {err:?}");
+        assert!(!shown.contains("TOPSECRET"), "{shown}");
+        assert!(
+            shown.contains(KEY_BASE_URL) && shown.contains("without credentials"),
+            "{shown}"
+        );
     }
 
     #[test]
