@@ -21,7 +21,9 @@
 //!
 //! # What this crate must never do
 //! It never records an API key: it reads no credentials, and every free-text value it records
-//! passes through [`scrub`](scrub::scrub). It never opens a span on a fast exit (the engine
+//! passes through [`scrub`](scrub::scrub); the bridge for the program's own `tracing` spans
+//! ([`TelemetryGuard::layer`]) exports INFO-level spans only, never log events, so log text
+//! does not reach the collector. It never opens a span on a fast exit (the engine
 //! calls it only once the gate opens) and never sends anything over the network unless the
 //! program called [`init_otlp`]. It honours `OPENINFERENCE_HIDE_INPUTS` and
 //! `OPENINFERENCE_HIDE_OUTPUTS` ([`TelemetryConfig::from_env`]). It never prints.

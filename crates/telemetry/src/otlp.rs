@@ -218,16 +218,25 @@ impl TelemetryGuard {
     /// A `tracing` layer that exports the program's own `tracing` spans on this exporter,
     /// so that the compaction spans nest under the turn's span. Add it to the program's
     /// subscriber (`tracing_subscriber::registry().with(guard.layer())`).
-    pub fn layer<S>(&self) -> OpenTelemetryLayer<S, SdkTracer>
+    ///
+    /// It exports spans at INFO level and above only, and never events: log lines (which may
+    /// quote an upstream's error text) and the HTTP stack's trace-level spans stay out of the
+    /// collector; only this crate's scrubbed spans carry free text there.
+    pub fn layer<S>(&self) -> impl tracing_subscriber::Layer<S> + use<S>
     where
         S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
     {
-        tracing_opentelemetry::layer()
+        use tracing_subscriber::Layer as _;
+        let spans_only = tracing_subscriber::filter::filter_fn(|meta| {
+            meta.is_span() && *meta.level() <= tracing::Level::INFO
+        });
+        let layer: OpenTelemetryLayer<S, SdkTracer> = tracing_opentelemetry::layer()
             .with_tracer(self.tracer())
             .with_location(false)
             .with_threads(false)
             .with_target(false)
-            .with_tracked_inactivity(false)
+            .with_tracked_inactivity(false);
+        layer.with_filter(spans_only)
     }
 
     /// Flushes pending spans and shuts the exporter down, reporting a failure (dropping the

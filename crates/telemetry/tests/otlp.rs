@@ -17,12 +17,18 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+/// A log line inside the turn span; it must never reach the collector.
+const LOG_LINE: &str = "upstream said: bad key LOG-LINE-MARKER";
+
 /// One turn with both compaction spans inside it, recorded through `guard`.
 fn record_a_turn(guard: &TelemetryGuard) {
     let subscriber = tracing_subscriber::registry().with(guard.layer());
     let telemetry = guard.telemetry(TelemetryConfig::default());
     tracing::subscriber::with_default(subscriber, || {
         let _turn = tracing::info_span!("turn").entered();
+        // Log lines and trace-level spans stay local: only INFO spans are exported.
+        tracing::warn!("{LOG_LINE}");
+        let _noise = tracing::trace_span!("h2_frame").entered();
         let model = ModelInfo {
             system: "typesafe".into(),
             provider: "typesafe".into(),
@@ -147,6 +153,17 @@ async fn spans_arrive_over_otlp_http_nested_under_the_turn() {
     .unwrap();
     assert_eq!(resolved, format!("{}/v1/traces", server.uri()));
 
+    let bodies: Vec<u8> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .flat_map(|r| r.body)
+        .collect();
+    assert!(
+        !String::from_utf8_lossy(&bodies).contains("LOG-LINE-MARKER"),
+        "a log event was exported"
+    );
     let spans = received(&server).await;
     let by_name: BTreeMap<_, _> = spans.iter().map(|(_, s)| (s.name.as_str(), s)).collect();
     assert_eq!(
