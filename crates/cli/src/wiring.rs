@@ -22,18 +22,19 @@ pub(crate) struct Wiring {
     pub(crate) summarizer: summarizer::Selected,
     /// Where the settings came from.
     pub(crate) settings_origin: String,
-    /// Spec 3.1's disambiguation warning, when the settings needed it.
-    pub(crate) clamp_warning: Option<String>,
+    /// What the settings' reader should know: misspelled-looking keys, spec 3.1's
+    /// disambiguation.
+    pub(crate) warnings: Vec<String>,
 }
 
 impl Wiring {
     /// The first line of output: which models run and why.
     pub(crate) fn banner(&self) -> String {
-        let warning = self
-            .clamp_warning
-            .as_ref()
+        let warning: String = self
+            .warnings
+            .iter()
             .map(|w| format!(" | warning: {w}"))
-            .unwrap_or_default();
+            .collect();
         format!(
             "decision model: {} | summarizer: {} | settings: {}{warning}",
             self.decision.reason, self.summarizer.reason, self.settings_origin
@@ -56,6 +57,7 @@ pub(crate) fn wire(
     decision: Option<&str>,
     summarizer: Option<&str>,
 ) -> Result<Wiring, CliError> {
+    let mut warnings = Vec::new();
     let (settings, mut raw, origin) = match source {
         ConfigSource::EmbeddedOffline => {
             let mut raw = Map::new();
@@ -70,11 +72,18 @@ pub(crate) fn wire(
             (Settings::default(), raw, "spec defaults (demo)".to_owned())
         }
         ConfigSource::Resolve(explicit) => match load_config(explicit)? {
-            Some(file) => (
-                file.settings().clone(),
-                file.raw().clone(),
-                file.path().display().to_string(),
-            ),
+            Some(file) => {
+                for (key, meant) in file.unknown_setting_keys() {
+                    warnings.push(format!(
+                        "{key} is not a setting (did you mean {meant}?); {meant} keeps its value"
+                    ));
+                }
+                (
+                    file.settings().clone(),
+                    file.raw().clone(),
+                    file.path().display().to_string(),
+                )
+            }
             None => (
                 Settings::default(),
                 Map::new(),
@@ -110,7 +119,10 @@ pub(crate) fn wire(
         decision,
         summarizer,
         settings_origin: origin,
-        clamp_warning: effective.clamp_warning.map(|w| w.to_string()),
+        warnings: warnings
+            .into_iter()
+            .chain(effective.clamp_warning.map(|w| w.to_string()))
+            .collect(),
     })
 }
 

@@ -550,6 +550,35 @@ fn config_set_takes_spec_and_adapter_keys_and_refuses_the_rest() {
         before,
         "refusals write nothing"
     );
+    // A misspelled setting is kept (the desktop app may own keys) but named on the banner.
+    let mut map: serde_json::Map<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("json");
+    map.insert("adaptive_compaction_treshold".into(), json!(0.9));
+    std::fs::write(&file, serde_json::to_string(&map).expect("json")).expect("write");
+    let transcript_file = dir.path().join("t.jsonl");
+    std::fs::write(&transcript_file, transcript(1, |_| 1_000)).expect("write");
+    let out = compaction()
+        .arg("replay")
+        .arg(&transcript_file)
+        .arg("--config")
+        .arg(&file)
+        .args(["--summarizer", "offline"])
+        .output()
+        .expect("run replay");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let banner = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        banner.contains("warning: adaptive_compaction_treshold is not a setting (did you mean adaptive_compaction_threshold?)"),
+        "{banner}"
+    );
     let shown = config(&["show"]);
     assert!(String::from_utf8_lossy(&shown.stdout).contains("\"decision_adapter\": \"offline\""));
 }

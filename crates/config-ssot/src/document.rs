@@ -192,6 +192,27 @@ impl ConfigFile {
             .map(|(k, v)| (k.as_str(), v))
     }
 
+    /// Extra keys that look like a misspelled spec setting (they share its
+    /// `adaptive_compaction_` / `compaction_` / `enable_` prefix but are none of the eight),
+    /// each with the spec key it most resembles. The file is still valid — the desktop app may
+    /// keep keys of its own — but the setting the user meant is at its default, which a caller
+    /// should say.
+    pub fn unknown_setting_keys(&self) -> Vec<(&str, &'static str)> {
+        const PREFIXES: [&str; 3] = ["adaptive_compaction_", "compaction_", "enable_adaptive"];
+        self.extra()
+            .map(|(key, _)| key)
+            .filter(|key| PREFIXES.iter().any(|p| key.starts_with(p)))
+            .map(|key| {
+                let closest = KEYS
+                    .iter()
+                    .copied()
+                    .min_by_key(|spec| edit_distance(key, spec))
+                    .unwrap_or(KEYS[0]);
+                (key, closest)
+            })
+            .collect()
+    }
+
     /// One non-spec key's value.
     pub fn get_extra(&self, key: &str) -> Option<&Value> {
         if KEYS.contains(&key) {
@@ -401,12 +422,49 @@ pub(crate) fn value_from_text(key: &str, text: &str) -> Result<(&'static str, Va
         })
 }
 
+/// Levenshtein distance over chars (keys are short; quadratic is fine).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != *cb))
+                .min(above + 1)
+                .min(row[j] + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn p() -> &'static Path {
         Path::new("/cfg/zocrates_config.json")
+    }
+
+    #[test]
+    fn misspelled_setting_keys_are_named_with_the_key_they_resemble() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        let text = br#"{"adaptive_compaction_treshold": 0.9, "compaction_sumarizer_model": "m",
+            "desktop_theme": "dark", "decision_adapter": "offline"}"#;
+        let file = parse(p(), text, Origin::Read).unwrap();
+        assert_eq!(
+            file.unknown_setting_keys(),
+            [
+                (
+                    "adaptive_compaction_treshold",
+                    "adaptive_compaction_threshold"
+                ),
+                ("compaction_sumarizer_model", "compaction_summarizer_model"),
+            ]
+        );
     }
 
     #[test]
