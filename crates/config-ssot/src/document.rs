@@ -46,16 +46,18 @@ impl Kind {
     fn accepts(self, value: &Value) -> bool {
         match self {
             Kind::Bool => value.is_boolean(),
-            Kind::Int => value.as_i64().is_some(),
+            Kind::Int => whole_number(value).is_some(),
             Kind::Float => value.is_number(),
             Kind::Str => value.is_string(),
         }
     }
 
-    /// Whether two values of this kind mean the same setting (so `1` and `1.0` are the same τ).
+    /// Whether two values of this kind mean the same setting (so `1` and `1.0` are the same τ,
+    /// and `4` and `4.0` the same min_turns).
     fn same(self, a: &Value, b: &Value) -> bool {
         match self {
             Kind::Float => a.as_f64().is_some() && a.as_f64() == b.as_f64(),
+            Kind::Int => whole_number(a).is_some() && whole_number(a) == whole_number(b),
             _ => a == b,
         }
     }
@@ -80,11 +82,24 @@ impl Kind {
     }
 }
 
+/// An integer setting's value: an integer, or a float with no fractional part (Python's
+/// `json.dump` writes `4.0` for a float 4, and the spec reads it with `int(...)`), within i64.
+fn whole_number(value: &Value) -> Option<i64> {
+    const LIMIT: f64 = 9_007_199_254_740_992.0; // 2^53: every whole f64 below is exact
+    value.as_i64().or_else(|| {
+        value
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() <= LIMIT)
+            .map(|f| f as i64)
+    })
+}
+
 fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
         Value::Number(n) if n.is_f64() => "a fractional number",
+        Value::Number(n) if n.is_u64() && n.as_i64().is_none() => "an integer beyond 2^63",
         Value::Number(_) => "an integer",
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
@@ -331,7 +346,13 @@ pub(crate) fn from_map(
         };
         match map.get(key) {
             Some(value) if kind.accepts(value) => {
-                spec.insert(key.to_owned(), value.clone());
+                // A whole float read for an integer key (`4.0`) is read as the integer; the
+                // file keeps what it says.
+                let value = match (kind, whole_number(value)) {
+                    (Kind::Int, Some(n)) => Value::from(n),
+                    _ => value.clone(),
+                };
+                spec.insert(key.to_owned(), value);
             }
             Some(value) => {
                 return Err(ConfigError::WrongType {
@@ -446,6 +467,38 @@ mod tests {
 
     fn p() -> &'static Path {
         Path::new("/cfg/zocrates_config.json")
+    }
+
+    #[test]
+    fn whole_floats_read_as_integers_and_huge_integers_are_named() {
+        let f = parse(
+            p(),
+            br#"{"adaptive_compaction_min_turns": 6.0, "adaptive_compaction_token_floor": 3e4}"#,
+            Origin::Read,
+        )
+        .unwrap();
+        assert_eq!(f.settings().adaptive_compaction_min_turns, 6);
+        assert_eq!(f.settings().adaptive_compaction_token_floor, 30_000);
+        // Read back and merged, the file keeps its own spelling: nothing to rewrite.
+        let mut map = f.raw().clone();
+        merge_settings(&mut map, f.settings());
+        assert_eq!(map["adaptive_compaction_min_turns"], serde_json::json!(6.0));
+        let err = parse(
+            p(),
+            br#"{"adaptive_compaction_min_turns": 6.5}"#,
+            Origin::Read,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("a fractional number"), "{err}");
+        let err = parse(
+            p(),
+            br#"{"adaptive_compaction_min_turns": 18446744073709551615}"#,
+            Origin::Read,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("an integer beyond 2^63"), "{err}");
     }
 
     #[test]
