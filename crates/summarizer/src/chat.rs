@@ -67,6 +67,19 @@ struct ChatRequest<'a> {
     max_tokens: u32,
 }
 
+/// An `error` object the host sent instead of (or inside) a completion: its `message`, or the
+/// object itself, cut to 300 characters.
+fn upstream_error(url: &str, error: &Value) -> SummarizerError {
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .map_or_else(|| error.to_string(), str::to_owned);
+    SummarizerError::Upstream {
+        url: url.to_owned(),
+        message: message.chars().take(300).collect(),
+    }
+}
+
 fn is_openrouter(base_url: &str) -> bool {
     let host = decision_client::http::host_of(base_url);
     host == "openrouter.ai" || host.ends_with(".openrouter.ai")
@@ -154,14 +167,7 @@ impl ChatSummarizer {
     fn parse(&self, body: &Value) -> Result<Summary, SummarizerError> {
         let url = &self.url;
         if let Some(error) = body.get("error").filter(|e| !e.is_null()) {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .map_or_else(|| error.to_string(), str::to_owned);
-            return Err(SummarizerError::Upstream {
-                url: url.clone(),
-                message: message.chars().take(300).collect(),
-            });
+            return Err(upstream_error(url, error));
         }
         let malformed = |reason: &str| SummarizerError::Malformed {
             url: url.clone(),
@@ -203,14 +209,7 @@ impl ChatSummarizer {
         // `choices[0].error` object and partial content) is no summary; neither is any other
         // reason than a natural stop (missing or null from local servers that omit it).
         if let Some(error) = choice.get("error").filter(|e| !e.is_null()) {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .map_or_else(|| error.to_string(), str::to_owned);
-            return Err(SummarizerError::Upstream {
-                url: url.clone(),
-                message: message.chars().take(300).collect(),
-            });
+            return Err(upstream_error(url, error));
         }
         if let Some(reason) = finish_reason.filter(|r| *r != "stop") {
             return Err(SummarizerError::Upstream {
