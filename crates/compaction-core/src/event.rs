@@ -251,6 +251,20 @@ impl Content {
 }
 
 impl Part {
+    /// The MIME type of an attachment part (`inline_data` or `file_data`), or
+    /// `application/octet-stream` when the part names none; `None` for other parts.
+    pub fn attachment_type(&self) -> Option<&str> {
+        ["inline_data", "inlineData", "file_data", "fileData"]
+            .iter()
+            .find_map(|k| self.extra.get(*k))
+            .map(|data| {
+                ["mime_type", "mimeType"]
+                    .iter()
+                    .find_map(|k| data.get(*k).and_then(Value::as_str))
+                    .unwrap_or("application/octet-stream")
+            })
+    }
+
     /// True for a model's thought (reasoning) part: Gemini's `thought: true`.
     pub fn is_thought(&self) -> bool {
         self.extra.get("thought").and_then(Value::as_bool) == Some(true)

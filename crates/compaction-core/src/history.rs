@@ -18,7 +18,7 @@
 //! - a model's thought parts (`thought: true`) are not response text: a turn that ends in
 //!   thoughts alone is not completed.
 
-use crate::event::Event;
+use crate::event::{Event, Part};
 
 /// Applies rewinds the way ADK's `_apply_rewinds` does: walking backwards, a rewind event
 /// drops itself and every event from the first event of the target invocation on
@@ -81,7 +81,20 @@ pub struct Turn<'a> {
 impl<'a> Turn<'a> {
     /// The user's query text.
     pub fn user_query(&self) -> String {
-        self.events[0].text()
+        let query = &self.events[0];
+        let attachments: Vec<String> = query
+            .content
+            .iter()
+            .flat_map(|c| &c.parts)
+            .filter_map(Part::attachment_type)
+            .map(|mime| format!("[attached {mime}]"))
+            .collect();
+        [query.text()]
+            .into_iter()
+            .chain(attachments)
+            .filter(|s| !s.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// The invocation id of the turn (the user event's).
@@ -132,13 +145,19 @@ pub fn completion_evidence(event: &Event) -> Option<bool> {
     Some(!event.is_user() && event.error_code.is_none() && event.has_text())
 }
 
-/// True when `event` opens a turn: an unscoped, non-partial user event with text.
+/// True when `event` opens a turn: an unscoped, non-partial user event with text or an
+/// attachment (`inline_data`, `file_data`: a PDF sent without a word is still a question).
 pub fn starts_turn(event: &Event) -> bool {
     event.is_unscoped()
         && event.is_user()
         && !event.is_partial()
         && event.compaction().is_none()
-        && event.has_text()
+        && (event.has_text()
+            || event
+                .content
+                .iter()
+                .flat_map(|c| &c.parts)
+                .any(|p| p.attachment_type().is_some()))
 }
 
 /// Splits an already filtered (rewound, unscoped) event sequence into turns.
@@ -171,7 +190,7 @@ pub fn completed_turns<'a>(events: &[&'a Event]) -> Vec<Turn<'a>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{Content, Part};
+    use crate::event::Content;
     use crate::testing::EventFactory;
 
     #[test]
@@ -298,6 +317,32 @@ mod tests {
         .map(|(i, c)| (i.to_string(), *c))
         .collect();
         assert_eq!(got, expected);
+    }
+
+    /// A PDF sent without a word opens a turn of its own, shown by its type; a tool result
+    /// (a user-role part that is no attachment) does not.
+    #[test]
+    fn an_attachment_alone_starts_a_turn() {
+        let mut f = EventFactory::new();
+        let mut events = f.conversational_turn("a", "q", "answer a");
+        let mut pdf = f.user("b", "");
+        pdf.content.as_mut().unwrap().parts = vec![Part {
+            extra:
+                serde_json::json!({"inline_data": {"mime_type": "application/pdf", "data": "JVBE"}})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ..Part::default()
+        }];
+        events.push(pdf);
+        events.push(f.function_response("b", "read_pdf", "text of the paper"));
+        events.push(f.model("b", "answer b"));
+        let view = coordinator_view(&events);
+        let t = turns(&view);
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[1].user_query(), "[attached application/pdf]");
+        assert!(t[1].is_completed());
+        assert_eq!(t[0].final_response().unwrap().text(), "answer a");
     }
 
     #[test]

@@ -57,8 +57,9 @@ const MIGRATIONS: &[&str] = &[
         WHERE in_view = 1 AND is_compaction = 1;
     "#,
     // 2: no schema change. Turn completion now passes over actions-only events (a callback's
-    // state delta, `end_of_agent`) and thought parts, so every stored gate header is recounted
-    // from its history in the same transaction (`recount_turn_headers`).
+    // state delta, `end_of_agent`) and thought parts, and an attachment alone opens a turn, so
+    // every stored gate header is recounted from its history in the same transaction
+    // (`recount_turn_headers`).
     "",
 ];
 

@@ -38,6 +38,8 @@ pub enum TurnKind {
     TrailingActionsOnly,
     /// The model's thoughts, never an answer.
     ThoughtsOnly,
+    /// A query that is an attachment alone (a PDF), answered.
+    AttachmentQuery,
 }
 
 /// One step of a generated history.
@@ -83,6 +85,7 @@ pub fn turn_kind() -> impl Strategy<Value = TurnKind> {
         1 => Just(TurnKind::ReopenedByToolCall),
         1 => Just(TurnKind::TrailingActionsOnly),
         1 => Just(TurnKind::ThoughtsOnly),
+        1 => Just(TurnKind::AttachmentQuery),
     ]
 }
 
@@ -173,6 +176,17 @@ pub fn build(ops: &[Op]) -> Vec<Event> {
                                 .insert("thought".into(), serde_json::json!(true));
                         }
                         vec![f.user(&inv, "question"), thought]
+                    }
+                    TurnKind::AttachmentQuery => {
+                        let mut pdf = f.user(&inv, "");
+                        if let Some(content) = pdf.content.as_mut() {
+                            content.parts[0].text = None;
+                            content.parts[0].extra.insert(
+                                "file_data".into(),
+                                serde_json::json!({"mime_type": "application/pdf", "file_uri": "f"}),
+                            );
+                        }
+                        vec![pdf, f.model(&inv, "answer")]
                     }
                 };
                 if let (Some(tokens), Some(last)) =
