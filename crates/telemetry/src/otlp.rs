@@ -62,6 +62,23 @@ pub fn init_otlp(endpoint: Option<&str>) -> Result<TelemetryGuard, TelemetryErro
     OtlpSetup::new().endpoint(endpoint).init()
 }
 
+/// An endpoint as it may be shown (errors, `Debug`, logs): any `user:password@` part is
+/// replaced by `***@`, since collectors are sometimes reached with credentials in the URL.
+pub fn shown_endpoint(endpoint: &str) -> String {
+    let (scheme, rest) = endpoint.split_once("://").unwrap_or(("", endpoint));
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let host = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("***@{host}"),
+        None => authority.to_owned(),
+    };
+    if scheme.is_empty() && !endpoint.contains("://") {
+        format!("{host}{tail}")
+    } else {
+        format!("{scheme}://{host}{tail}")
+    }
+}
+
 /// The OTLP/HTTP exporter's setup, for callers who need more than [`init_otlp`].
 pub struct OtlpSetup {
     endpoint: Option<String>,
@@ -72,7 +89,7 @@ pub struct OtlpSetup {
 impl std::fmt::Debug for OtlpSetup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OtlpSetup")
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &self.endpoint.as_deref().map(shown_endpoint))
             .field("install_subscriber", &self.install_subscriber)
             .finish_non_exhaustive()
     }
@@ -149,7 +166,7 @@ impl OtlpSetup {
             Ok(endpoint)
         } else {
             Err(TelemetryError::InvalidEndpoint {
-                endpoint,
+                endpoint: shown_endpoint(&endpoint),
                 source_name,
             })
         }
@@ -164,7 +181,7 @@ impl OtlpSetup {
             .with_endpoint(endpoint.clone())
             .build()
             .map_err(|source| TelemetryError::Exporter {
-                endpoint: endpoint.clone(),
+                endpoint: shown_endpoint(&endpoint),
                 source,
             })?;
         let service_name = (self.lookup)(SERVICE_NAME_ENV)
@@ -191,12 +208,20 @@ impl OtlpSetup {
 }
 
 /// Owns the exporter. Dropping it flushes pending spans and shuts the exporter down.
-#[derive(Debug)]
 #[must_use = "dropping the guard shuts the exporter down at once"]
 pub struct TelemetryGuard {
     provider: SdkTracerProvider,
     endpoint: String,
     shut_down: bool,
+}
+
+impl std::fmt::Debug for TelemetryGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TelemetryGuard")
+            .field("endpoint", &shown_endpoint(&self.endpoint))
+            .field("shut_down", &self.shut_down)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TelemetryGuard {
@@ -253,7 +278,7 @@ impl Drop for TelemetryGuard {
             return;
         }
         if let Err(error) = self.provider.shutdown() {
-            tracing::warn!(endpoint = %self.endpoint, %error, "OTLP exporter shutdown failed; spans may be lost");
+            tracing::warn!(endpoint = %shown_endpoint(&self.endpoint), %error, "OTLP exporter shutdown failed; spans may be lost");
         }
     }
 }
@@ -269,6 +294,19 @@ mod tests {
                 .find(|(k, _)| *k == var)
                 .map(|(_, v)| (*v).to_owned())
         })
+    }
+
+    #[test]
+    fn credentials_in_an_endpoint_are_never_shown() {
+        assert_eq!(
+            shown_endpoint("https://user:TOPSECRET@collector.example:4318/v1/traces"),
+            "https://***@collector.example:4318/v1/traces"
+        );
+        assert_eq!(shown_endpoint(PHOENIX_ENDPOINT), PHOENIX_ENDPOINT);
+        let s = setup(&[]).endpoint(Some("ftp://user:TOPSECRET@host/v1/traces"));
+        assert!(!format!("{s:?}").contains("TOPSECRET"));
+        let err = s.resolve_endpoint().unwrap_err();
+        assert!(!format!("{err} {err:?}").contains("TOPSECRET"), "{err}");
     }
 
     #[test]
