@@ -334,12 +334,16 @@ fn heading_text(line: &str) -> Option<String> {
 }
 
 fn is_source_heading(heading: &str) -> bool {
-    let h = heading
-        .trim_matches(['*', '_', ' '])
-        .trim_end_matches(':')
-        .trim_matches(['*', '_', ' '])
-        .to_lowercase();
-    SOURCE_HEADINGS.contains(&h.as_str())
+    let h = heading.to_lowercase();
+    // Emphasis, leading numbering or symbols ("5. ", "📚 "), a trailing count ("(12)") and
+    // punctuation do not change what the heading names.
+    let h = h.trim_start_matches(|c: char| !c.is_alphabetic());
+    let h = match h.rfind('(') {
+        Some(open) if h.trim_end().ends_with(')') => &h[..open],
+        _ => h,
+    };
+    let h = h.trim_end_matches(|c: char| !c.is_alphabetic());
+    SOURCE_HEADINGS.contains(&h)
 }
 
 fn is_speaker_line(line: &str) -> bool {
@@ -381,6 +385,27 @@ mod tests {
             .into_iter()
             .map(|c| (c.kind, c.text))
             .collect()
+    }
+
+    #[test]
+    fn source_headings_are_recognised_through_numbering_symbols_and_counts() {
+        for heading in [
+            "Cited Sources",
+            "**References:**",
+            "5. References",
+            "📚 Cited Sources",
+            "Cited Sources (12)",
+            "_Bibliography_",
+        ] {
+            assert!(is_source_heading(heading), "{heading}");
+        }
+        for heading in [
+            "Sources of error",
+            "Key Findings",
+            "References to prior work (3)",
+        ] {
+            assert!(!is_source_heading(heading), "{heading}");
+        }
     }
 
     #[test]
