@@ -252,7 +252,7 @@ impl JsonClient {
 
 /// `text` with every occurrence of the key replaced, for a host that echoes request headers
 /// back in an error body.
-fn redacted(text: &str, key: Option<&ApiKey>) -> String {
+pub fn redacted(text: &str, key: Option<&ApiKey>) -> String {
     match key {
         Some(k) if !k.expose().is_empty() => text.replace(k.expose(), "<redacted>"),
         _ => text.to_owned(),

@@ -15,7 +15,7 @@
 
 use async_trait::async_trait;
 use compaction_core::{AdapterError, ModelInfo, Summarizer, Summary, SummaryRequest, TokenUsage};
-use decision_client::http::{ApiKey, JsonClient, join_url};
+use decision_client::http::{ApiKey, JsonClient, join_url, redacted};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -68,15 +68,15 @@ struct ChatRequest<'a> {
 }
 
 /// An `error` object the host sent instead of (or inside) a completion: its `message`, or the
-/// object itself, cut to 300 characters.
-fn upstream_error(url: &str, error: &Value) -> SummarizerError {
+/// object itself, with the key redacted (a host may echo it), cut to 300 characters.
+fn upstream_error(url: &str, error: &Value, key: Option<&ApiKey>) -> SummarizerError {
     let message = error
         .get("message")
         .and_then(Value::as_str)
         .map_or_else(|| error.to_string(), str::to_owned);
     SummarizerError::Upstream {
         url: url.to_owned(),
-        message: message.chars().take(300).collect(),
+        message: redacted(&message, key).chars().take(300).collect(),
     }
 }
 
@@ -167,7 +167,7 @@ impl ChatSummarizer {
     fn parse(&self, body: &Value) -> Result<Summary, SummarizerError> {
         let url = &self.url;
         if let Some(error) = body.get("error").filter(|e| !e.is_null()) {
-            return Err(upstream_error(url, error));
+            return Err(upstream_error(url, error, self.key.as_ref()));
         }
         let malformed = |reason: &str| SummarizerError::Malformed {
             url: url.clone(),
@@ -209,7 +209,7 @@ impl ChatSummarizer {
         // `choices[0].error` object and partial content) is no summary; neither is any other
         // reason than a natural stop (missing or null from local servers that omit it).
         if let Some(error) = choice.get("error").filter(|e| !e.is_null()) {
-            return Err(upstream_error(url, error));
+            return Err(upstream_error(url, error, self.key.as_ref()));
         }
         if let Some(reason) = finish_reason.filter(|r| *r != "stop") {
             return Err(SummarizerError::Upstream {

@@ -249,6 +249,18 @@ async fn a_generation_that_did_not_stop_naturally_is_an_error() {
     }
 }
 
+/// A host that echoes the key in its error object never gets it into the error (`failure`
+/// checks Display and Debug).
+#[tokio::test]
+async fn an_echoed_key_in_an_upstream_error_is_redacted() {
+    let body = json!({"error": {"message": format!("invalid key {SECRET} for this model")}});
+    let err = failure(ResponseTemplate::new(200).set_body_json(body)).await;
+    assert!(
+        matches!(&err, SummarizerError::Upstream { message, .. } if message == "invalid key <redacted> for this model"),
+        "{err:?}"
+    );
+}
+
 #[tokio::test]
 async fn an_empty_or_whitespace_summary_is_an_error() {
     for content in [json!("  \n\t "), json!(null)] {
