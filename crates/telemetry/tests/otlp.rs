@@ -273,3 +273,31 @@ async fn asked_to_it_installs_the_global_subscriber_once() {
     // subscriber; ours must be there.
     assert!(names.iter().any(|n| n == "global_turn"), "{names:?}");
 }
+
+/// A collector that is not there (a loopback port nobody listens on) never fails or panics the
+/// program: building the exporter connects to nothing, recording works as usual, and shutting
+/// down returns `Ok` — the SDK's batch processor owns export errors and drops the undelivered
+/// spans (telemetry fails open like the models).
+#[tokio::test]
+async fn a_collector_that_is_down_does_not_fail_the_program() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let endpoint = format!("http://127.0.0.1:{port}/v1/traces");
+    let outcome = tokio::task::spawn_blocking(move || {
+        let guard = OtlpSetup::new()
+            .env_lookup(|_| None)
+            .endpoint(Some(&endpoint))
+            .init()
+            .expect("building the exporter connects to nothing");
+        record_a_turn(&guard);
+        guard.shutdown()
+    })
+    .await
+    .expect("no panic");
+    assert!(
+        outcome.is_err(),
+        "undelivered spans are reported: {outcome:?}"
+    );
+}
