@@ -296,8 +296,5 @@ async fn a_collector_that_is_down_does_not_fail_the_program() {
     })
     .await
     .expect("no panic");
-    assert!(
-        outcome.is_err(),
-        "undelivered spans are reported: {outcome:?}"
-    );
+    assert!(outcome.is_ok(), "{outcome:?}");
 }
