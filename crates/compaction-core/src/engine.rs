@@ -317,16 +317,20 @@ impl Engine {
             .into_iter()
             .filter(|t| summarized_until.is_none_or(|end| t.first_timestamp() > end))
             .collect();
-        let state = extract_decision_state(
+        // The gate counted completed turns, but the session read after it shows none (it changed
+        // in between): there is nothing to ask about, so no call is made and the engine fails open.
+        let Some(state) = extract_decision_state(
             &turns,
             &session.state,
             self.estimator.as_ref(),
             self.state_budget_tokens,
-        )
-        .unwrap_or_else(|| crate::state::DecisionState {
-            earlier_discussion: String::new(),
-            latest_turn: String::new(),
-        });
+        ) else {
+            return Err(ContinueReason::ProbeFailed {
+                failure: "no completed turn to show the decision model: the session changed \
+                          between the gate and the read; no call made"
+                    .to_owned(),
+            });
+        };
         let request = ProbeRequest::new(self.settings.decision_model.clone(), state);
         let info = self.decision.info();
         let span = self.telemetry.start_probe(&ProbeStart {
