@@ -103,12 +103,7 @@ pub(crate) fn wire(
     let effective = settings
         .effective()
         .map_err(|e| CliError::Config(e.to_string()))?;
-    // The adapter keys' errors name the file they came from.
-    let in_origin = |e: &dyn std::fmt::Display| CliError::Config(format!("{origin}: {e}"));
-    let decision_config =
-        decision_client::DecisionConfig::from_map(&raw).map_err(|e| in_origin(&e))?;
-    let summarizer_config =
-        summarizer::SummarizerConfig::from_map(&raw).map_err(|e| in_origin(&e))?;
+    let (decision_config, summarizer_config) = adapter_configs(&raw, &origin)?;
     let env = |name: &str| std::env::var(name).ok();
     let decision = decision_client::build_decision_model(&effective, &decision_config, env)
         .map_err(|e| CliError::Config(e.to_string()))?;
@@ -124,6 +119,25 @@ pub(crate) fn wire(
             .chain(effective.clamp_warning.map(|w| w.to_string()))
             .collect(),
     })
+}
+
+/// The adapters' settings read from a config object by each adapter crate's own parser; an
+/// error names `origin` (the file they came from).
+fn adapter_configs(
+    raw: &Map<String, Value>,
+    origin: &str,
+) -> Result<
+    (
+        decision_client::DecisionConfig,
+        summarizer::SummarizerConfig,
+    ),
+    CliError,
+> {
+    let in_origin = |e: &dyn std::fmt::Display| CliError::Config(format!("{origin}: {e}"));
+    Ok((
+        decision_client::DecisionConfig::from_map(raw).map_err(|e| in_origin(&e))?,
+        summarizer::SummarizerConfig::from_map(raw).map_err(|e| in_origin(&e))?,
+    ))
 }
 
 /// `--config PATH` is loaded and must exist (a read command never creates a file, and a typo
@@ -177,13 +191,9 @@ pub(crate) fn set_adapter_key(
         _ => Value::from(text),
     };
     let file = store.load().map_err(|e| CliError::Config(e.to_string()))?;
-    let shown = shown(file.path());
     let mut raw = file.raw().clone();
     raw.insert(key.to_owned(), value.clone());
-    decision_client::DecisionConfig::from_map(&raw)
-        .map_err(|e| CliError::Config(format!("{shown}: {e}")))?;
-    summarizer::SummarizerConfig::from_map(&raw)
-        .map_err(|e| CliError::Config(format!("{shown}: {e}")))?;
+    adapter_configs(&raw, &shown(file.path()))?;
     store
         .set_extra(key, value)
         .map_err(|e| CliError::Config(e.to_string()))

@@ -528,6 +528,12 @@ fn config_set_takes_spec_and_adapter_keys_and_refuses_the_rest() {
     assert_eq!(written["adaptive_compaction_min_turns"], 6);
     assert_eq!(written["decision_adapter"], "offline");
     assert_eq!(written["summarizer_timeout_secs"], 45);
+    // min_turns 6 with K = 6: spec 3.1's clamp fires, and the banner says so below.
+    assert!(
+        config(&["set", "adaptive_compaction_retention_turns", "6"])
+            .status
+            .success()
+    );
     let before = std::fs::read(&file).expect("read");
     let out = config(&["set", "decision_adapter", "psychic"]);
     assert_eq!(out.status.code(), Some(3));
@@ -577,6 +583,13 @@ fn config_set_takes_spec_and_adapter_keys_and_refuses_the_rest() {
         .to_owned();
     assert!(
         banner.contains("warning: adaptive_compaction_treshold is not a setting (did you mean adaptive_compaction_threshold?)"),
+        "{banner}"
+    );
+    assert!(
+        banner.contains(
+            "warning: adaptive_compaction_min_turns (6) must be strictly greater than \
+             retention_turns (6). Disambiguating by clamping effective_min_turns to 7."
+        ),
         "{banner}"
     );
     let shown = config(&["show"]);

@@ -352,6 +352,14 @@ impl Event {
         self.content.as_ref().is_some_and(Content::has_text)
     }
 
+    /// The MIME types of the event's attachment parts (see [`Part::attachment_type`]).
+    pub fn attachment_types(&self) -> impl Iterator<Item = &str> {
+        self.content
+            .iter()
+            .flat_map(|c| &c.parts)
+            .filter_map(Part::attachment_type)
+    }
+
     /// True when the event has content with at least one part (text, a thought, a tool call or
     /// result, anything): false for actions-only events such as a callback's state delta.
     pub fn has_parts(&self) -> bool {

@@ -2,7 +2,7 @@
 
 use crate::context::live_compaction_index;
 use crate::event::Event;
-use crate::history::{apply_rewinds, completed_turns, unscoped};
+use crate::history::{completed_turns, coordinator_view};
 use crate::settings::EffectiveSettings;
 
 /// What the gate needs to know about a session: two numbers a store can keep in one row.
@@ -107,7 +107,7 @@ pub fn coordinator_prompt_tokens<'a>(
 
 /// Computes the gate's input from a whole history (rewinds applied, scoped events ignored).
 pub fn gate_input(events: &[Event]) -> GateInput {
-    let view = unscoped(apply_rewinds(events));
+    let view = coordinator_view(events);
     let since = match live_compaction_index(&view) {
         Some(i) => &view[i + 1..],
         None => &view[..],

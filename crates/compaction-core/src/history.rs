@@ -18,7 +18,7 @@
 //! - a model's thought parts (`thought: true`) are not response text: a turn that ends in
 //!   thoughts alone is not completed.
 
-use crate::event::{Event, Part};
+use crate::event::Event;
 
 /// Applies rewinds the way ADK's `_apply_rewinds` does: walking backwards, a rewind event
 /// drops itself and every event from the first event of the target invocation on
@@ -83,10 +83,7 @@ impl<'a> Turn<'a> {
     pub fn user_query(&self) -> String {
         let query = &self.events[0];
         let attachments: Vec<String> = query
-            .content
-            .iter()
-            .flat_map(|c| &c.parts)
-            .filter_map(Part::attachment_type)
+            .attachment_types()
             .map(|mime| format!("[attached {mime}]"))
             .collect();
         [query.text()]
@@ -152,12 +149,7 @@ pub fn starts_turn(event: &Event) -> bool {
         && event.is_user()
         && !event.is_partial()
         && event.compaction().is_none()
-        && (event.has_text()
-            || event
-                .content
-                .iter()
-                .flat_map(|c| &c.parts)
-                .any(|p| p.attachment_type().is_some()))
+        && (event.has_text() || event.attachment_types().next().is_some())
 }
 
 /// Splits an already filtered (rewound, unscoped) event sequence into turns.
@@ -190,7 +182,7 @@ pub fn completed_turns<'a>(events: &[&'a Event]) -> Vec<Turn<'a>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Content;
+    use crate::event::{Content, Part};
     use crate::testing::EventFactory;
 
     #[test]

@@ -220,22 +220,18 @@ impl Settings {
                 return Err(SettingsError::EmptyModel { key });
             }
         }
+        let min_turns = match u64::try_from(configured_min) {
+            Ok(min) if min > k => min,
+            _ => k.saturating_add(1),
+        };
         let warning = ClampWarning {
             configured_min_turns: configured_min,
             configured_retention_turns: configured_k,
             retention_turns: k,
-            effective_min_turns: 0,
-        };
-        let min_turns = if warning.min_turns_clamped() {
-            k.saturating_add(1)
-        } else {
-            configured_min.unsigned_abs()
+            effective_min_turns: min_turns,
         };
         let clamp_warning =
-            (warning.min_turns_clamped() || warning.retention_clamped()).then_some(ClampWarning {
-                effective_min_turns: min_turns,
-                ..warning
-            });
+            (warning.min_turns_clamped() || warning.retention_clamped()).then_some(warning);
         Ok(EffectiveSettings {
             enabled: self.enable_adaptive_compaction,
             retention_turns: usize::try_from(k).unwrap_or(usize::MAX),

@@ -468,15 +468,8 @@ impl AdkStore {
             self.for_each_event_row(conn, key, |row| {
                 let outline: EventOutline = match row.data {
                     None => EventOutline::default(),
-                    Some(text) => serde_json::from_str(text).map_err(|source| {
-                        SessionStoreError::CorruptEvent {
-                            path: self.inner.path.clone(),
-                            key: Box::new(key.clone()),
-                            revision: row.position as u64 + 1,
-                            event_id: row.id.clone(),
-                            source,
-                        }
-                    })?,
+                    Some(text) => serde_json::from_str(text)
+                        .map_err(|source| self.corrupt_event(key, row.position, &row.id, source))?,
                 };
                 let timestamp = match outline.timestamp {
                     Some(ts) => ts,
@@ -554,6 +547,23 @@ impl AdkStore {
         })
     }
 
+    /// The event at `position` (from 0, in ADK's order) does not parse.
+    fn corrupt_event(
+        &self,
+        key: &SessionKey,
+        position: usize,
+        id: &str,
+        source: serde_json::Error,
+    ) -> SessionStoreError {
+        SessionStoreError::CorruptEvent {
+            path: self.inner.path.clone(),
+            key: Box::new(key.clone()),
+            revision: position as u64 + 1,
+            event_id: id.to_owned(),
+            source,
+        }
+    }
+
     /// Rebuilds an event as ADK's `StorageEvent.to_event` does: the JSON, with `id` and
     /// `invocation_id` from their columns and the JSON `timestamp` winning over the column.
     fn parse_event(
@@ -565,13 +575,8 @@ impl AdkStore {
         column_ts: Result<f64, String>,
         data: Option<&str>,
     ) -> Result<Event, SessionStoreError> {
-        let corrupt = |source: serde_json::Error, id: &str| SessionStoreError::CorruptEvent {
-            path: self.inner.path.clone(),
-            key: Box::new(key.clone()),
-            revision: index as u64 + 1,
-            event_id: id.to_owned(),
-            source,
-        };
+        let corrupt =
+            |source: serde_json::Error, id: &str| self.corrupt_event(key, index, id, source);
         let mut map: Map<String, Value> = match data {
             None => Map::new(),
             Some(text) => serde_json::from_str(text).map_err(|e| corrupt(e, &id))?,
