@@ -23,7 +23,7 @@ fn key() -> SessionKey {
 /// Writes a session of about `target_events` events (research and conversational turns in
 /// turn, a rolling compaction every 8 turns) whose last turns open the envelope.
 fn build_db(path: &Path, target_events: usize, last_tokens: u64) {
-    let store = SqliteStore::open(path).expect("open");
+    let store = session_store::blocking::SqliteStore::open(path).expect("open");
     store
         .create_session(&key(), Default::default())
         .expect("create");
@@ -128,8 +128,14 @@ fn benches(c: &mut Criterion) {
                     let copy: PathBuf = dir.path().join(format!("run-{events}-{i}.db"));
                     std::fs::copy(&template, &copy).expect("copy db");
                     let store = Arc::new(SqliteStore::open(&copy).expect("open"));
-                    store.load_live_tail(&key()).expect("warm the connection");
-                    store.header(&key()).expect("warm the connection");
+                    store
+                        .blocking()
+                        .load_live_tail(&key())
+                        .expect("warm the connection");
+                    store
+                        .blocking()
+                        .header(&key())
+                        .expect("warm the connection");
                     engine(store, 1.0)
                 },
                 |engine| {

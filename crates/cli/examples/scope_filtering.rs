@@ -14,7 +14,7 @@ use compaction_core::testing::{
     RecordingSummarizer, ScriptedDecisionModel, SequentialIds, SteppingClock,
 };
 use compaction_core::{
-    CharsPerToken, Engine, SessionKey, Settings, TokenEstimator, plan_compaction,
+    CharsPerToken, Engine, SessionKey, SessionStore, Settings, TokenEstimator, plan_compaction,
 };
 use session_store::SqliteStore;
 
@@ -45,7 +45,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for turn in &turns {
         replay.turn(turn).await?;
     }
-    let events = store.get_session(&key)?.events;
+    let events = store.load(&key).await?.events;
     let filtered = plan_compaction(&events, 2)
         .ok_or("no plan")?
         .summarizer_prompt();

@@ -7,5 +7,4 @@
 #![warn(missing_docs)]
 
 pub mod replay;
-mod store;
 pub mod transcript;

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use compaction_core::{Engine, SessionKey};
+use compaction_core::{Engine, SessionKey, SessionStore};
 use session_store::{AdkStore, Layout, SqliteStore, detect_layout};
 use tracing_subscriber::Layer as _;
 
@@ -363,9 +363,11 @@ async fn replay_turns(
     }
     let context = store
         .load_context(&key)
+        .await
         .map_err(|e| CliError::Database(e.to_string()))?;
     let compactions = store
         .compaction_history(&key)
+        .await
         .map_err(|e| CliError::Database(e.to_string()))?;
     if !json {
         emit(&mut out, "\nFinal assembled context for the next turn:")?;
@@ -483,7 +485,7 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
         )?;
     }
     if let compaction_core::Outcome::StoreFailed { failure } = outcome {
-        return Err(CliError::Database(failure));
+        return Err(CliError::Database(failure.to_string()));
     }
     Ok(())
 }
@@ -504,6 +506,8 @@ fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
     // (events, revision, the view's compactions, the context)
     let (events, revision, compactions, context) = match open_existing(&db)? {
         ExistingStore::Native(store) => {
+            // `inspect` runs no engine: the synchronous store serves it directly.
+            let store = store.blocking();
             let header = store.header(&key).map_err(database)?;
             (
                 header.revision.0,
@@ -513,7 +517,7 @@ fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
             )
         }
         ExistingStore::Adk(store) => {
-            let session = store.get_session(&key).map_err(database)?;
+            let session = store.blocking().get_session(&key).map_err(database)?;
             let compactions = compaction_core::compaction_history(&session.events);
             let context = compaction_core::assemble_context(&session.events);
             (

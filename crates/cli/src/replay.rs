@@ -22,9 +22,8 @@ use std::sync::Arc;
 use compaction_core::plan::render_event_body;
 use compaction_core::state::RESEARCH_TURN_HISTORY;
 use compaction_core::{
-    AssembledContext, CharsPerToken, Clock, Content, ContinueReason, Engine, Event, FunctionCall,
-    FunctionResponse, IdGenerator, Outcome, Part, Revision, SessionKey, SessionStore,
-    TokenEstimator,
+    CharsPerToken, Clock, Content, Engine, Event, FunctionCall, FunctionResponse, IdGenerator,
+    Outcome, Part, Revision, SessionKey, SessionStore, TokenEstimator,
 };
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -37,16 +36,6 @@ pub const PROMPT_OVERHEAD_TOKENS: u64 = 2_000;
 
 /// The name of the coordinator agent in replayed events.
 const COORDINATOR: &str = "coordinator";
-
-/// A store the replay can create sessions in and read contexts from.
-#[async_trait::async_trait]
-pub trait ReplayStore: SessionStore {
-    /// Creates an empty session with `state`.
-    async fn create(&self, key: &SessionKey, state: Map<String, Value>)
-    -> Result<Revision, String>;
-    /// The assembled context of the next turn.
-    async fn context(&self, key: &SessionKey) -> Result<AssembledContext, String>;
-}
 
 /// What happened after one turn.
 #[derive(Debug, Clone, Serialize)]
@@ -128,7 +117,7 @@ impl PromptLedger {
 }
 
 /// Drives a transcript through the engine.
-pub struct Replay<S: ReplayStore> {
+pub struct Replay<S: SessionStore> {
     engine: Engine,
     store: Arc<S>,
     clock: Arc<dyn Clock>,
@@ -150,7 +139,7 @@ pub struct Replay<S: ReplayStore> {
 #[error("{0}")]
 pub struct ReplayError(pub String);
 
-impl<S: ReplayStore> Replay<S> {
+impl<S: SessionStore> Replay<S> {
     /// Creates the session and prepares to replay.
     pub async fn start(
         engine: Engine,
@@ -159,7 +148,11 @@ impl<S: ReplayStore> Replay<S> {
         ids: Arc<dyn IdGenerator>,
         key: SessionKey,
     ) -> Result<Self, ReplayError> {
-        let revision = store.create(&key, Map::new()).await.map_err(ReplayError)?;
+        let revision = store
+            .create_session(&key, Map::new())
+            .await
+            .map_err(|e| ReplayError(e.to_string()))?
+            .revision;
         Ok(Replay {
             engine,
             store,
@@ -244,7 +237,11 @@ impl<S: ReplayStore> Replay<S> {
     /// What the live summary stands in for: how many of the replayed turns it covers and its
     /// estimated tokens; `None` before the first compaction.
     async fn live_coverage(&self) -> Result<Option<Coverage>, ReplayError> {
-        let context = self.store.context(&self.key).await.map_err(ReplayError)?;
+        let context = self
+            .store
+            .load_context(&self.key)
+            .await
+            .map_err(|e| ReplayError(e.to_string()))?;
         Ok(context.summary().map(|summary| Coverage {
             turns: self
                 .turn_last_timestamps
@@ -390,41 +387,15 @@ pub struct OutcomeSummary {
 }
 
 impl OutcomeSummary {
-    /// Summarizes `outcome`.
+    /// Summarizes `outcome` in the core's words ([`Outcome::gate_label`],
+    /// [`Outcome::verdict_label`], [`Outcome::detail`]).
     pub fn of(outcome: &Outcome) -> Self {
-        let (gate, verdict, detail) = match outcome {
-            Outcome::FastExit(reason) => ("exit", "-", reason.to_string()),
-            Outcome::Continue(ContinueReason::BelowThreshold { threshold, .. }) => {
-                ("probe", "CONTINUE", format!("p < τ = {threshold}"))
-            }
-            Outcome::Continue(ContinueReason::ProbeFailed { failure }) => {
-                ("probe", "CONTINUE", format!("fail-open: {failure}"))
-            }
-            Outcome::Compressed(c) => ("probe", "COMPRESS", compaction_detail(c)),
-            Outcome::Forced(c) => ("backstop", "COMPRESS", compaction_detail(c)),
-            Outcome::StaleDropped { failure, .. } => {
-                ("probe", "COMPRESS", format!("dropped: {failure}"))
-            }
-            Outcome::SummarizerFailed {
-                failure, forced, ..
-            } => (
-                if *forced { "backstop" } else { "probe" },
-                "COMPRESS",
-                format!("nothing written: {failure}"),
-            ),
-            Outcome::NothingToCompact => ("probe", "COMPRESS", "nothing new to fold".to_owned()),
-            Outcome::StoreFailed { failure } => ("-", "-", format!("store failed: {failure}")),
-        };
         OutcomeSummary {
-            gate,
-            verdict,
-            detail,
+            gate: outcome.gate_label(),
+            verdict: outcome.verdict_label(),
+            detail: outcome.detail(),
         }
     }
-}
-
-fn compaction_detail(c: &compaction_core::Compaction) -> String {
-    format!("folded {} turns into the rolling summary", c.slice_turns)
 }
 
 #[cfg(test)]

@@ -3,10 +3,8 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use compaction_core::{Clock, IdGenerator, Settings, Telemetry, Timestamp};
+use compaction_core::{Settings, Telemetry};
 use config_ssot::{ConfigFile, ConfigPath, ConfigStore};
 use serde_json::{Map, Value};
 
@@ -227,66 +225,7 @@ pub(crate) fn telemetry(
     Ok((Arc::new(guard.telemetry(config)), Some(guard)))
 }
 
-/// Wall-clock time, made strictly increasing so that events appended in one burst (a replay)
-/// keep their order: each reading is at least 1 ms after the previous one.
-#[derive(Debug, Default)]
-pub(crate) struct MonotonicClock {
-    last_micros: AtomicU64,
-}
-
-impl Clock for MonotonicClock {
-    fn now(&self) -> Timestamp {
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64);
-        let mut prev = self.last_micros.load(Ordering::SeqCst);
-        loop {
-            let next = wall.max(prev + 1_000);
-            match self
-                .last_micros
-                .compare_exchange(prev, next, Ordering::SeqCst, Ordering::SeqCst)
-            {
-                Ok(_) => return Timestamp::new(next as f64 / 1e6).unwrap_or(Timestamp::EPOCH),
-                Err(actual) => prev = actual,
-            }
-        }
-    }
-}
-
-/// Unique ids: process start time, process id and a counter, in hex.
-#[derive(Debug)]
-pub(crate) struct ProcessIds {
-    prefix: String,
-    counter: AtomicU64,
-}
-
-/// An id for this run: the wall clock in nanoseconds and the process id, in hex. Two runs
-/// share one only if the same process id starts within the same nanosecond.
-pub(crate) fn run_id() -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    format!("{nanos:x}-{:x}", std::process::id())
-}
-
-impl Default for ProcessIds {
-    fn default() -> Self {
-        ProcessIds {
-            prefix: run_id(),
-            counter: AtomicU64::new(0),
-        }
-    }
-}
-
-impl IdGenerator for ProcessIds {
-    fn next_id(&self) -> String {
-        format!(
-            "{}-{}",
-            self.prefix,
-            self.counter.fetch_add(1, Ordering::SeqCst)
-        )
-    }
-}
+pub(crate) use service::{ProcessIds, SystemClock as MonotonicClock, run_id};
 
 /// Displays a path for messages.
 pub(crate) fn shown(path: &Path) -> String {

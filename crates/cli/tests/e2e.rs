@@ -9,7 +9,7 @@ use compaction_core::{
     SessionKey, assemble_context, completed_turns, coordinator_view, subsumed_compaction_ids,
 };
 use serde_json::{Value, json};
-use session_store::SqliteStore;
+use session_store::blocking::SqliteStore;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 

@@ -5,13 +5,20 @@
 //! summarizer and appends the compaction event with the revision it read. It never returns
 //! an error: every failure becomes an [`Outcome`] that says what happened (fail-open).
 
+use std::fmt;
+use std::future::Future;
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
 
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::context::live_compaction_index;
 use crate::estimate::{CharsPerToken, TokenEstimator};
 use crate::event::Event;
+use crate::failure::{Failure, FailureKind};
 use crate::gate::{FastExitReason, GateDecision, GateInput, envelope_gate, gate_input};
 use crate::history::{completed_turns, coordinator_view};
 use crate::plan::{CompactionPlan, plan_compaction};
@@ -23,9 +30,16 @@ use crate::probe::{Probability, ProbeRequest, Verdict, verdict};
 use crate::session::{Revision, Session, SessionKey};
 use crate::settings::{EffectiveSettings, Settings, SettingsError};
 use crate::state::{DEFAULT_STATE_BUDGET_TOKENS, extract_decision_state};
+use crate::time::Timestamp;
 
-/// Why the engine kept the raw context after probing.
+/// The probe's deadline when the host sets none: the spec's 10 s (section 5.1).
+pub const DEFAULT_PROBE_DEADLINE: Duration = Duration::from_secs(10);
+/// The summarizer's deadline when the host sets none.
+pub const DEFAULT_SUMMARIZE_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Why the engine kept the raw context after the gate opened.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ContinueReason {
     /// p < τ.
     BelowThreshold {
@@ -37,12 +51,23 @@ pub enum ContinueReason {
     /// The probe failed (timeout, error, invalid p): fail-open.
     ProbeFailed {
         /// What went wrong.
-        failure: String,
+        failure: Failure,
+    },
+    /// The first retained turn does not start strictly after the slice's end: a compaction
+    /// covering `[start, slice_end]` would hide it, so none is made (see [`crate::Clock`]).
+    TimestampsNotIncreasing {
+        /// The slice's last timestamp (t_{N-K}).
+        slice_end: Timestamp,
+        /// The first retained event's timestamp.
+        retained_start: Timestamp,
+        /// p, when the decision model was asked.
+        probability: Option<Probability>,
     },
 }
 
 /// A compaction the engine appended.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Compaction {
     /// The appended event.
     pub event: Event,
@@ -55,8 +80,12 @@ pub struct Compaction {
 }
 
 /// The result of one post-turn evaluation.
+///
+/// `Display` gives the words a person reads (`probe CONTINUE: p < τ = 0.75`); `Serialize`
+/// gives the same facts for machines (`{"outcome": "continue", "gate": "probe", …}`).
 #[derive(Debug, Clone, PartialEq)]
 #[must_use]
+#[non_exhaustive]
 pub enum Outcome {
     /// The gate was not met: no call, no span.
     FastExit(FastExitReason),
@@ -69,14 +98,14 @@ pub enum Outcome {
     /// Another writer moved the session on: the compaction was dropped, nothing written.
     StaleDropped {
         /// What the store said.
-        failure: String,
+        failure: Failure,
         /// p, when the decision model was asked.
         probability: Option<Probability>,
     },
     /// The summarizer failed: nothing written.
     SummarizerFailed {
         /// What went wrong.
-        failure: String,
+        failure: Failure,
         /// True when the backstop forced the attempt.
         forced: bool,
         /// p, when the decision model was asked.
@@ -87,7 +116,7 @@ pub enum Outcome {
     /// The store could not be read or written: nothing written.
     StoreFailed {
         /// What went wrong.
-        failure: String,
+        failure: Failure,
     },
 }
 
@@ -113,6 +142,9 @@ impl Outcome {
             Outcome::Continue(ContinueReason::BelowThreshold { probability, .. }) => {
                 Some(*probability)
             }
+            Outcome::Continue(ContinueReason::TimestampsNotIncreasing { probability, .. }) => {
+                *probability
+            }
             Outcome::Compressed(c) | Outcome::Forced(c) => c.probability,
             Outcome::StaleDropped { probability, .. }
             | Outcome::SummarizerFailed { probability, .. } => *probability,
@@ -127,6 +159,97 @@ impl Outcome {
             _ => None,
         }
     }
+
+    /// The failure, when the outcome is one (fail-open).
+    pub fn failure(&self) -> Option<&Failure> {
+        match self {
+            Outcome::Continue(ContinueReason::ProbeFailed { failure })
+            | Outcome::StaleDropped { failure, .. }
+            | Outcome::SummarizerFailed { failure, .. }
+            | Outcome::StoreFailed { failure } => Some(failure),
+            _ => None,
+        }
+    }
+
+    /// Which way the gate went: `exit`, `probe`, `backstop`, or `-` when the store failed
+    /// before it could answer.
+    pub fn gate_label(&self) -> &'static str {
+        match self {
+            Outcome::FastExit(_) => "exit",
+            Outcome::Forced(_) | Outcome::SummarizerFailed { forced: true, .. } => "backstop",
+            Outcome::StoreFailed { .. } => "-",
+            _ => "probe",
+        }
+    }
+
+    /// The verdict: `COMPRESS`, `CONTINUE`, or `-` on a fast exit or a store failure.
+    pub fn verdict_label(&self) -> &'static str {
+        match self {
+            Outcome::FastExit(_) | Outcome::StoreFailed { .. } => "-",
+            Outcome::Continue(_) => "CONTINUE",
+            _ => "COMPRESS",
+        }
+    }
+
+    /// Why, in a person's words: the fast-exit reason, the failure, or what was folded.
+    pub fn detail(&self) -> String {
+        match self {
+            Outcome::FastExit(reason) => reason.to_string(),
+            Outcome::Continue(ContinueReason::BelowThreshold { threshold, .. }) => {
+                format!("p < τ = {threshold}")
+            }
+            Outcome::Continue(ContinueReason::ProbeFailed { failure }) => {
+                format!("fail-open: {failure}")
+            }
+            Outcome::Continue(ContinueReason::TimestampsNotIncreasing {
+                slice_end,
+                retained_start,
+                ..
+            }) => format!(
+                "no compaction: the first retained turn starts at {retained_start}, not after \
+                 the slice's end {slice_end} (timestamps must strictly increase)"
+            ),
+            Outcome::Compressed(c) | Outcome::Forced(c) => {
+                format!("folded {} turns into the rolling summary", c.slice_turns)
+            }
+            Outcome::StaleDropped { failure, .. } => format!("dropped: {failure}"),
+            Outcome::SummarizerFailed { failure, .. } => format!("nothing written: {failure}"),
+            Outcome::NothingToCompact => "nothing new to fold".to_owned(),
+            Outcome::StoreFailed { failure } => format!("store failed: {failure}"),
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    /// `gate VERDICT: detail`, for example `probe CONTINUE: p < τ = 0.75`; without a verdict
+    /// (a fast exit, a store failure) `gate: detail`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.verdict_label() {
+            "-" => write!(f, "{}: {}", self.gate_label(), self.detail()),
+            verdict => write!(f, "{} {verdict}: {}", self.gate_label(), self.detail()),
+        }
+    }
+}
+
+impl Serialize for Outcome {
+    /// `outcome` (the [`Outcome::label`]), `gate`, `verdict`, `probability` (or null),
+    /// `failure` (kind, status, message; or null), `compaction_event_id` and `slice_turns`
+    /// (or null) and `detail`.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Outcome", 8)?;
+        s.serialize_field("outcome", self.label())?;
+        s.serialize_field("gate", self.gate_label())?;
+        s.serialize_field("verdict", self.verdict_label())?;
+        s.serialize_field("probability", &self.probability().map(Probability::value))?;
+        s.serialize_field("failure", &self.failure())?;
+        s.serialize_field(
+            "compaction_event_id",
+            &self.compaction().map(|c| c.event.id.as_str()),
+        )?;
+        s.serialize_field("slice_turns", &self.compaction().map(|c| c.slice_turns))?;
+        s.serialize_field("detail", &self.detail())?;
+        s.end()
+    }
 }
 
 /// The engine and the adapters it drives.
@@ -140,6 +263,8 @@ pub struct Engine {
     ids: Arc<dyn IdGenerator>,
     estimator: Arc<dyn TokenEstimator>,
     state_budget_tokens: usize,
+    probe_deadline: Duration,
+    summarize_deadline: Duration,
 }
 
 impl std::fmt::Debug for Engine {
@@ -163,9 +288,25 @@ pub struct EngineBuilder {
     telemetry: Arc<dyn Telemetry>,
     estimator: Arc<dyn TokenEstimator>,
     state_budget_tokens: usize,
+    probe_deadline: Duration,
+    summarize_deadline: Duration,
 }
 
 impl EngineBuilder {
+    /// Sets the probe's deadline (default [`DEFAULT_PROBE_DEADLINE`], the spec's 10 s): a
+    /// probe that has not answered by then fails open ([`FailureKind::Timeout`]).
+    pub fn probe_deadline(mut self, deadline: Duration) -> Self {
+        self.probe_deadline = deadline;
+        self
+    }
+
+    /// Sets the summarizer's deadline (default [`DEFAULT_SUMMARIZE_DEADLINE`]); hosts usually
+    /// pass the summarizer's own timeout plus a margin.
+    pub fn summarize_deadline(mut self, deadline: Duration) -> Self {
+        self.summarize_deadline = deadline;
+        self
+    }
+
     /// Sets the settings (default: the spec's defaults).
     pub fn settings(mut self, settings: Settings) -> Self {
         self.settings = settings;
@@ -207,6 +348,8 @@ impl EngineBuilder {
             ids: self.ids,
             estimator: self.estimator,
             state_budget_tokens: self.state_budget_tokens,
+            probe_deadline: self.probe_deadline,
+            summarize_deadline: self.summarize_deadline,
         })
     }
 }
@@ -230,6 +373,8 @@ impl Engine {
             telemetry: Arc::new(NoTelemetry),
             estimator: Arc::new(CharsPerToken),
             state_budget_tokens: DEFAULT_STATE_BUDGET_TOKENS,
+            probe_deadline: DEFAULT_PROBE_DEADLINE,
+            summarize_deadline: DEFAULT_SUMMARIZE_DEADLINE,
         }
     }
 
@@ -299,6 +444,21 @@ impl Engine {
         let Some(plan) = plan_compaction(&session.events, self.settings.retention_turns) else {
             return Outcome::NothingToCompact;
         };
+        if let Some(retained_start) = plan
+            .first_retained_timestamp
+            .filter(|&t| t <= plan.end_timestamp)
+        {
+            tracing::warn!(
+                slice_end = %plan.end_timestamp,
+                %retained_start,
+                "no compaction: timestamps do not increase across the retained boundary"
+            );
+            return Outcome::Continue(ContinueReason::TimestampsNotIncreasing {
+                slice_end: plan.end_timestamp,
+                retained_start,
+                probability,
+            });
+        }
         self.compact(session, &plan, forced, probability).await
     }
 
@@ -326,9 +486,11 @@ impl Engine {
             self.state_budget_tokens,
         ) else {
             return Err(ContinueReason::ProbeFailed {
-                failure: "no completed turn to show the decision model: the session changed \
-                          between the gate and the read; no call made"
-                    .to_owned(),
+                failure: Failure::new(
+                    FailureKind::NothingToShow,
+                    "no completed turn to show the decision model: the session changed \
+                     between the gate and the read; no call made",
+                ),
             });
         };
         let request = ProbeRequest::new(self.settings.decision_model.clone(), state);
@@ -340,10 +502,20 @@ impl Engine {
             completed_turns: input.completed_turns_since_compaction,
             prompt_tokens: input.coordinator_prompt_tokens.unwrap_or(0),
         });
-        let answer = self.decision.decide(&request).await;
+        let answer = match within(
+            self.clock.sleep(self.probe_deadline),
+            self.decision.decide(&request),
+        )
+        .await
+        {
+            Some(Ok(answer)) => Ok(answer),
+            Some(Err(e)) => Err(Failure::from_adapter("decision model failed", e)),
+            None => Err(deadline_passed("decision model", self.probe_deadline)),
+        };
         let checked = match &answer {
-            Ok(a) => Probability::new(a.probability).map_err(|e| e.to_string()),
-            Err(e) => Err(format!("decision model failed: {e}")),
+            Ok(a) => Probability::new(a.probability)
+                .map_err(|e| Failure::new(FailureKind::InvalidProbability, e.to_string())),
+            Err(f) => Err(f.clone()),
         };
         let (probability, failure) = match checked {
             Ok(p) => (Some(p), None),
@@ -354,7 +526,7 @@ impl Engine {
             probability,
             verdict: v,
             answer: answer.as_ref().ok(),
-            failure: failure.as_deref(),
+            failure: failure.as_ref(),
         });
         match (probability, failure) {
             (Some(p), _) if v == Verdict::Compress => Ok(p),
@@ -363,8 +535,13 @@ impl Engine {
                 threshold: self.settings.threshold,
             }),
             (None, failure) => {
-                let failure = failure.unwrap_or_default();
-                tracing::warn!(%failure, "compaction probe failed; continuing (fail-open)");
+                let failure = failure.unwrap_or_else(|| {
+                    Failure::new(FailureKind::Other, "the probe gave no probability")
+                });
+                tracing::warn!(
+                    kind = failure.kind().label(),
+                    "compaction probe failed; continuing (fail-open)"
+                );
                 Err(ContinueReason::ProbeFailed { failure })
             }
         }
@@ -377,13 +554,13 @@ impl Engine {
         forced: bool,
         probability: Option<Probability>,
     ) -> Outcome {
-        let request = SummaryRequest {
-            model: self.settings.summarizer_model.clone(),
-            prompt: plan.summarizer_prompt(),
-            previous_summary: plan.previous.as_ref().map(|p| p.summary.clone()),
-            new_turns_text: plan.new_turns_text(),
-            turns: plan.turns.clone(),
-        };
+        let request = SummaryRequest::new(
+            self.settings.summarizer_model.clone(),
+            plan.summarizer_prompt(),
+            plan.previous.as_ref().map(|p| p.summary.clone()),
+            plan.new_turns_text(),
+            plan.turns.clone(),
+        );
         let info = self.summarizer.info();
         let span = self.telemetry.start_summarize(&SummarizeStart {
             model: &info,
@@ -392,23 +569,27 @@ impl Engine {
             slice_turns: plan.slice_turn_count(),
             forced,
         });
-        let summary = match self.summarizer.summarize(&request).await {
-            Ok(s) if !s.text.trim().is_empty() => s,
-            Ok(_) => {
-                return summarizer_failed(
-                    span,
-                    "summarizer returned an empty summary".into(),
-                    forced,
-                    probability,
+        let answer = within(
+            self.clock.sleep(self.summarize_deadline),
+            self.summarizer.summarize(&request),
+        )
+        .await;
+        let summary = match answer {
+            Some(Ok(s)) if !s.text.trim().is_empty() => s,
+            Some(Ok(_)) => {
+                let failure = Failure::new(
+                    FailureKind::RejectedSummary,
+                    "summarizer returned an empty summary",
                 );
+                return summarizer_failed(span, failure, forced, probability);
             }
-            Err(e) => {
-                return summarizer_failed(
-                    span,
-                    format!("summarizer failed: {e}"),
-                    forced,
-                    probability,
-                );
+            Some(Err(e)) => {
+                let failure = Failure::from_adapter("summarizer failed", e);
+                return summarizer_failed(span, failure, forced, probability);
+            }
+            None => {
+                let failure = deadline_passed("summarizer", self.summarize_deadline);
+                return summarizer_failed(span, failure, forced, probability);
             }
         };
         let mut metadata = Map::new();
@@ -451,20 +632,20 @@ impl Engine {
                 }
             }
             Err(e) => {
-                let failure = e.to_string();
+                let stale = matches!(e, StoreError::Stale { .. });
+                let failure = Failure::from_store(e);
                 span.finish(&SummarizeEnd {
                     summary: Some(&summary),
                     failure: Some(&failure),
                 });
-                match e {
-                    StoreError::Stale { .. } => {
-                        tracing::info!(%failure, "compaction dropped: session moved on");
-                        Outcome::StaleDropped {
-                            failure,
-                            probability,
-                        }
+                if stale {
+                    tracing::info!(%failure, "compaction dropped: session moved on");
+                    Outcome::StaleDropped {
+                        failure,
+                        probability,
                     }
-                    other => store_failure(other),
+                } else {
+                    store_failed(failure)
                 }
             }
         }
@@ -473,11 +654,14 @@ impl Engine {
 
 fn summarizer_failed(
     span: Box<dyn crate::ports::SummarizeSpan>,
-    failure: String,
+    failure: Failure,
     forced: bool,
     probability: Option<Probability>,
 ) -> Outcome {
-    tracing::warn!(%failure, "compaction summarizer failed; nothing written (fail-open)");
+    tracing::warn!(
+        kind = failure.kind().label(),
+        "compaction summarizer failed; nothing written (fail-open)"
+    );
     span.finish(&SummarizeEnd {
         summary: None,
         failure: Some(&failure),
@@ -490,7 +674,40 @@ fn summarizer_failed(
 }
 
 fn store_failure(error: StoreError) -> Outcome {
-    let failure = error.to_string();
-    tracing::warn!(%failure, "compaction store failed; nothing written (fail-open)");
+    store_failed(Failure::from_store(error))
+}
+
+fn store_failed(failure: Failure) -> Outcome {
+    tracing::warn!(
+        kind = failure.kind().label(),
+        "compaction store failed; nothing written (fail-open)"
+    );
     Outcome::StoreFailed { failure }
+}
+
+fn deadline_passed(what: &str, deadline: Duration) -> Failure {
+    Failure::new(
+        FailureKind::Timeout,
+        format!(
+            "{what} did not answer within the engine's deadline of {} ms",
+            deadline.as_millis()
+        ),
+    )
+}
+
+/// Runs `call` until it completes or `deadline` does, whichever is first; `None` when the
+/// deadline came first (the call is then dropped, so a hung adapter is cancelled).
+async fn within<T>(deadline: crate::ports::Sleep, call: impl Future<Output = T>) -> Option<T> {
+    let mut call = pin!(call);
+    let mut deadline = deadline;
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(value) = call.as_mut().poll(cx) {
+            return Poll::Ready(Some(value));
+        }
+        match deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
 }

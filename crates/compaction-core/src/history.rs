@@ -353,3 +353,26 @@ mod tests {
         let _ = Content::default();
     }
 }
+
+/// The timestamp an append is checked against: that of the latest unscoped, non-compaction
+/// event of the coordinator view (rewinds applied), if any.
+pub fn latest_view_timestamp(events: &[Event]) -> Option<crate::Timestamp> {
+    coordinator_view(events)
+        .into_iter()
+        .rev()
+        .find(|e| e.compaction().is_none())
+        .map(|e| e.timestamp)
+}
+
+/// Whether `event` may follow a coordinator view whose latest timestamp is `latest` (see
+/// [`latest_view_timestamp`]): an unscoped, non-compaction event must be stamped strictly
+/// after it, since a compaction's coverage is by timestamp and a tie would put a retained
+/// turn inside a summary's range. Scoped events (never shown to the coordinator) and
+/// compaction events (whose own timestamp covers nothing) are not checked. Every store
+/// applies this rule on append; [`crate::Clock`] states it for hosts.
+pub fn timestamp_may_follow(latest: Option<crate::Timestamp>, event: &Event) -> bool {
+    let checked = event.is_unscoped()
+        && event.compaction().is_none()
+        && event.actions.rewind_before_invocation_id.is_none();
+    !checked || latest.is_none_or(|latest| event.timestamp > latest)
+}

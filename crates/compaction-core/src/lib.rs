@@ -35,6 +35,7 @@ pub mod context;
 pub mod engine;
 pub mod estimate;
 pub mod event;
+pub mod failure;
 pub mod gate;
 pub mod history;
 pub mod plan;
@@ -48,16 +49,23 @@ pub mod time;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 
+/// The `async_trait` attribute the ports are declared with, re-exported so that an adapter
+/// crate needs no dependency of its own to implement them.
+pub use async_trait::async_trait;
 pub use context::{
     AssembledContext, CompactionEntry, ContextEntry, LiveSummary, assemble_context,
     compaction_history, live_tail, live_tail_positions, subsumed_compaction_ids,
 };
-pub use engine::{Compaction, ContinueReason, Engine, EngineBuilder, Outcome};
+pub use engine::{
+    Compaction, ContinueReason, DEFAULT_PROBE_DEADLINE, DEFAULT_SUMMARIZE_DEADLINE, Engine,
+    EngineBuilder, Outcome,
+};
 pub use estimate::{CharsPerToken, TokenEstimator};
 pub use event::{
     Actions, Content, Event, EventCompaction, EventOutline, FunctionCall, FunctionResponse, Part,
     UsageMetadata,
 };
+pub use failure::{ClassifiedError, Failure, FailureKind, classified, failure_kind};
 pub use gate::{
     FastExitReason, GateDecision, GateInput, coordinator_prompt_tokens, envelope_gate, gate_input,
 };
@@ -69,7 +77,7 @@ pub use plan::{
 };
 pub use ports::{
     AdapterError, Clock, DecisionAnswer, DecisionModel, GateSnapshot, IdGenerator, ModelInfo,
-    NoTelemetry, ProbeEnd, ProbeSpan, ProbeStart, SessionStore, StoreError, SummarizeEnd,
+    NoTelemetry, ProbeEnd, ProbeSpan, ProbeStart, SessionStore, Sleep, StoreError, SummarizeEnd,
     SummarizeSpan, SummarizeStart, Summarizer, Summary, SummaryRequest, Telemetry, TokenUsage,
 };
 pub use probe::{Probability, ProbeRequest, RUBRIC, Verdict, verdict};

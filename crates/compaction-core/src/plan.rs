@@ -59,6 +59,11 @@ pub struct CompactionPlan {
     pub end_timestamp: Timestamp,
     /// Completed turns kept verbatim: K (a plan exists only when there are more than K).
     pub retained_turns: usize,
+    /// The timestamp of the first unscoped event after turn N-K (where the retained part
+    /// starts), by position; `None` when nothing follows. It must be after
+    /// [`CompactionPlan::end_timestamp`], or the compaction's range would cover it: the engine
+    /// checks ([`crate::ContinueReason::TimestampsNotIncreasing`]).
+    pub first_retained_timestamp: Option<Timestamp>,
 }
 
 /// Plans a compaction that keeps the last `k` completed turns verbatim. Returns `None` when
@@ -82,6 +87,14 @@ pub fn plan_compaction(events: &[Event], k: usize) -> Option<CompactionPlan> {
     // The last event of turn N-K bounds the slice (inclusive).
     let boundary_turn = completed[completed.len() - k - 1];
     let boundary = boundary_turn.last_timestamp();
+    // By position, not by timestamp: an event after turn N-K that carries a timestamp no
+    // later than the boundary is exactly what must not be folded silently.
+    let first_retained_timestamp = boundary_turn.events.last().and_then(|last| {
+        view.iter()
+            .position(|e| std::ptr::eq(*e, *last))
+            .and_then(|i| view[i + 1..].iter().find(|e| e.compaction().is_none()))
+            .map(|e| e.timestamp)
+    });
     let after_previous = |e: &&&Event| {
         previous
             .as_ref()
@@ -109,6 +122,7 @@ pub fn plan_compaction(events: &[Event], k: usize) -> Option<CompactionPlan> {
         slice,
         turns: slice_turns,
         retained_turns: k,
+        first_retained_timestamp,
     })
 }
 

@@ -5,9 +5,15 @@
 //! [`AdapterError`]; the engine turns every failure into a fail-open [`crate::Outcome`] and
 //! never passes an error to the caller.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
 use async_trait::async_trait;
 
+use crate::context::{AssembledContext, CompactionEntry, assemble_context, compaction_history};
 use crate::event::Event;
+use crate::failure::{Failure, FailureKind};
 use crate::gate::{GateInput, gate_input};
 use crate::plan::TurnDigest;
 use crate::probe::{Probability, ProbeRequest, Verdict};
@@ -19,6 +25,7 @@ pub type AdapterError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Who answers: for spans and for the CLI's banner.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct ModelInfo {
     /// The API family (`openrouter`, `openai`, `offline`, …), OpenInference's `*.system`.
     pub system: String,
@@ -28,8 +35,24 @@ pub struct ModelInfo {
     pub model: String,
 }
 
+impl ModelInfo {
+    /// Who answers: the API family, the host and the configured model slug.
+    pub fn new(
+        system: impl Into<String>,
+        provider: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Self {
+        ModelInfo {
+            system: system.into(),
+            provider: provider.into(),
+            model: model.into(),
+        }
+    }
+}
+
 /// Token counts a model reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct TokenUsage {
     /// Input (prompt) tokens.
     pub input: Option<u64>,
@@ -37,8 +60,16 @@ pub struct TokenUsage {
     pub output: Option<u64>,
 }
 
+impl TokenUsage {
+    /// Input and output token counts, each when reported.
+    pub fn new(input: Option<u64>, output: Option<u64>) -> Self {
+        TokenUsage { input, output }
+    }
+}
+
 /// A decision model's raw answer. The engine validates `probability`.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct DecisionAnswer {
     /// P(compaction warranted), as the model returned it.
     pub probability: f64,
@@ -48,17 +79,43 @@ pub struct DecisionAnswer {
     pub usage: Option<TokenUsage>,
 }
 
+impl DecisionAnswer {
+    /// An answer of `probability` (validated by the engine, not here).
+    pub fn new(probability: f64) -> Self {
+        DecisionAnswer {
+            probability,
+            served_model: None,
+            usage: None,
+        }
+    }
+
+    /// The model the host says served the call.
+    pub fn with_served_model(mut self, model: impl Into<String>) -> Self {
+        self.served_model = Some(model.into());
+        self
+    }
+
+    /// The usage the host reported.
+    pub fn with_usage(mut self, usage: TokenUsage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+}
+
 /// Answers the probe with a calibrated probability.
 #[async_trait]
 pub trait DecisionModel: Send + Sync {
     /// Who answers.
     fn info(&self) -> ModelInfo;
-    /// Answers one probe. Adapters enforce their own timeout.
+    /// Answers one probe. The engine bounds the call with its probe deadline (spec: 10 s)
+    /// and fails open when it passes; an adapter may enforce a shorter timeout of its own.
+    /// Return errors through [`crate::classified`] so the outcome can say what kind they are.
     async fn decide(&self, request: &ProbeRequest) -> Result<DecisionAnswer, AdapterError>;
 }
 
-/// What a summarizer is asked to consolidate.
+/// What a summarizer is asked to consolidate. Built by the engine; adapters read it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SummaryRequest {
     /// The summarizer model slug from settings.
     pub model: String,
@@ -73,8 +130,29 @@ pub struct SummaryRequest {
     pub turns: Vec<TurnDigest>,
 }
 
+impl SummaryRequest {
+    /// A request for `model` with the spec-shaped `prompt`, the previous summary and the new
+    /// turns (as text and digested).
+    pub fn new(
+        model: impl Into<String>,
+        prompt: impl Into<String>,
+        previous_summary: Option<String>,
+        new_turns_text: impl Into<String>,
+        turns: Vec<TurnDigest>,
+    ) -> Self {
+        SummaryRequest {
+            model: model.into(),
+            prompt: prompt.into(),
+            previous_summary,
+            new_turns_text: new_turns_text.into(),
+            turns,
+        }
+    }
+}
+
 /// A summarizer's answer.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct Summary {
     /// The consolidated summary.
     pub text: String,
@@ -84,22 +162,54 @@ pub struct Summary {
     pub usage: Option<TokenUsage>,
 }
 
+impl Summary {
+    /// A summary of `text`.
+    pub fn new(text: impl Into<String>) -> Self {
+        Summary {
+            text: text.into(),
+            served_model: None,
+            usage: None,
+        }
+    }
+
+    /// The model the host says served the call.
+    pub fn with_served_model(mut self, model: impl Into<String>) -> Self {
+        self.served_model = Some(model.into());
+        self
+    }
+
+    /// The usage the host reported.
+    pub fn with_usage(mut self, usage: TokenUsage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+}
+
 /// Folds a previous summary and new turns into one consolidated summary.
 #[async_trait]
 pub trait Summarizer: Send + Sync {
     /// Who answers.
     fn info(&self) -> ModelInfo;
-    /// Consolidates. Adapters enforce their own timeout.
+    /// Consolidates. The engine bounds the call with its summarize deadline and fails open
+    /// when it passes. Return errors through [`crate::classified`].
     async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, AdapterError>;
 }
 
 /// The two gate figures plus the revision they were read at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct GateSnapshot {
     /// Gate figures.
     pub input: GateInput,
     /// Revision read.
     pub revision: Revision,
+}
+
+impl GateSnapshot {
+    /// The gate figures read at `revision`.
+    pub fn new(input: GateInput, revision: Revision) -> Self {
+        GateSnapshot { input, revision }
+    }
 }
 
 /// A store failure.
@@ -119,25 +229,85 @@ pub enum StoreError {
     /// No such session.
     #[error("session {0} not found")]
     NotFound(SessionKey),
-    /// The backend failed.
+    /// A session with this key already exists.
+    #[error("session {0} already exists")]
+    AlreadyExists(SessionKey),
+    /// The event's timestamp does not increase over the session's latest in-view event
+    /// (see [`Clock`]): it is refused, since coverage by timestamp could hide it.
+    #[error(
+        "session {key}: event {event_id} has timestamp {offered}, not after the latest event's \
+         {latest}; timestamps of a session's events must strictly increase"
+    )]
+    NonIncreasingTimestamp {
+        /// The session.
+        key: SessionKey,
+        /// The refused event.
+        event_id: String,
+        /// The latest in-view event's timestamp.
+        latest: Timestamp,
+        /// The refused event's timestamp.
+        offered: Timestamp,
+    },
+    /// The backend failed. Classify it with [`crate::classified`] (locked, corrupt, …).
     #[error(transparent)]
     Backend(AdapterError),
 }
 
-/// Durable sessions with optimistic concurrency.
+impl StoreError {
+    /// What kind of failure, for counting.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            StoreError::Stale { .. } => FailureKind::Stale,
+            StoreError::NotFound(_) => FailureKind::NotFound,
+            StoreError::AlreadyExists(_) => FailureKind::AlreadyExists,
+            StoreError::NonIncreasingTimestamp { .. } => FailureKind::NonIncreasingTimestamp,
+            StoreError::Backend(e) => crate::failure::failure_kind(e.as_ref()),
+        }
+    }
+}
+
+/// Durable sessions with optimistic concurrency: everything a service needs, async.
+///
+/// A store refuses an in-view (unscoped) event whose timestamp does not strictly increase
+/// over the session's latest in-view event ([`StoreError::NonIncreasingTimestamp`]), so that
+/// no host clock can make a retained turn fall inside a compaction's range.
 #[async_trait]
 pub trait SessionStore: Send + Sync {
+    /// Creates an empty session with `state` at its first revision;
+    /// [`StoreError::AlreadyExists`] when the key is taken.
+    async fn create_session(
+        &self,
+        key: &SessionKey,
+        state: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Session, StoreError>;
+
     /// Loads a session with its whole history.
     async fn load(&self, key: &SessionKey) -> Result<Session, StoreError>;
+
+    /// The next prompt's context: [`assemble_context`] of the whole history. The default
+    /// loads the whole session; a store with indexes answers from the live summary's
+    /// neighbourhood.
+    async fn load_context(&self, key: &SessionKey) -> Result<AssembledContext, StoreError> {
+        Ok(assemble_context(&self.load(key).await?.events))
+    }
+
+    /// Every compaction of the coordinator view, subsumed ones marked:
+    /// [`compaction_history`] of the whole history.
+    async fn compaction_history(
+        &self,
+        key: &SessionKey,
+    ) -> Result<Vec<CompactionEntry>, StoreError> {
+        Ok(compaction_history(&self.load(key).await?.events))
+    }
 
     /// The gate's figures. The default loads the whole session; stores should answer from a
     /// header kept current on append.
     async fn gate_snapshot(&self, key: &SessionKey) -> Result<GateSnapshot, StoreError> {
         let session = self.load(key).await?;
-        Ok(GateSnapshot {
-            input: gate_input(&session.events),
-            revision: session.revision,
-        })
+        Ok(GateSnapshot::new(
+            gate_input(&session.events),
+            session.revision,
+        ))
     }
 
     /// The part of the session a post-turn evaluation needs once the gate has opened: the
@@ -168,6 +338,7 @@ pub trait SessionStore: Send + Sync {
 
 /// What a probe span knows when it starts.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct ProbeStart<'a> {
     /// The decision model.
     pub model: &'a ModelInfo,
@@ -183,6 +354,7 @@ pub struct ProbeStart<'a> {
 
 /// What a probe span records when it ends.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct ProbeEnd<'a> {
     /// The validated probability, when the probe succeeded.
     pub probability: Option<Probability>,
@@ -191,11 +363,12 @@ pub struct ProbeEnd<'a> {
     /// The model's answer, when one arrived.
     pub answer: Option<&'a DecisionAnswer>,
     /// Why the probe failed, when it did.
-    pub failure: Option<&'a str>,
+    pub failure: Option<&'a Failure>,
 }
 
 /// What a summarize span knows when it starts.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct SummarizeStart<'a> {
     /// The summarizer.
     pub model: &'a ModelInfo,
@@ -211,11 +384,74 @@ pub struct SummarizeStart<'a> {
 
 /// What a summarize span records when it ends.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct SummarizeEnd<'a> {
     /// The summary, when it succeeded.
     pub summary: Option<&'a Summary>,
     /// Why it failed (summarizer or store), when it did.
-    pub failure: Option<&'a str>,
+    pub failure: Option<&'a Failure>,
+}
+
+impl<'a> ProbeStart<'a> {
+    /// What a probe span knows when it starts.
+    pub fn new(
+        model: &'a ModelInfo,
+        request: &'a ProbeRequest,
+        threshold: f64,
+        completed_turns: usize,
+        prompt_tokens: u64,
+    ) -> Self {
+        ProbeStart {
+            model,
+            request,
+            threshold,
+            completed_turns,
+            prompt_tokens,
+        }
+    }
+}
+
+impl<'a> ProbeEnd<'a> {
+    /// What a probe span records when it ends.
+    pub fn new(
+        probability: Option<Probability>,
+        verdict: Verdict,
+        answer: Option<&'a DecisionAnswer>,
+        failure: Option<&'a Failure>,
+    ) -> Self {
+        ProbeEnd {
+            probability,
+            verdict,
+            answer,
+            failure,
+        }
+    }
+}
+
+impl<'a> SummarizeStart<'a> {
+    /// What a summarize span knows when it starts.
+    pub fn new(
+        model: &'a ModelInfo,
+        request: &'a SummaryRequest,
+        range: (Timestamp, Timestamp),
+        slice_turns: usize,
+        forced: bool,
+    ) -> Self {
+        SummarizeStart {
+            model,
+            request,
+            range,
+            slice_turns,
+            forced,
+        }
+    }
+}
+
+impl<'a> SummarizeEnd<'a> {
+    /// What a summarize span records when it ends.
+    pub fn new(summary: Option<&'a Summary>, failure: Option<&'a Failure>) -> Self {
+        SummarizeEnd { summary, failure }
+    }
 }
 
 /// An open probe span.
@@ -261,10 +497,27 @@ impl Telemetry for NoTelemetry {
     }
 }
 
-/// The time source: the core never reads a clock itself.
+/// A future a [`Clock`] completes after a duration.
+pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// The time source and timer: the core never reads a clock or starts a timer itself.
+///
+/// # Contract
+/// `now` must **strictly increase** from call to call (and over the timestamps of the events
+/// the host appends to the same session): coverage of a compaction is by timestamp, so a
+/// retained turn stamped no later than the slice's end would fall inside the summary's range.
+/// A coarse clock (whole seconds) breaks this; stores refuse such events
+/// ([`StoreError::NonIncreasingTimestamp`]) and the engine refuses such a compaction
+/// ([`crate::ContinueReason::TimestampsNotIncreasing`]). Hosts on tokio can use the service
+/// crate's system clock, which never repeats a value.
+///
+/// `sleep` completes after `duration`; the engine races every adapter call against it to
+/// enforce its deadlines, so a hung adapter can never wedge a session.
 pub trait Clock: Send + Sync {
-    /// Now, in epoch seconds.
+    /// Now, in epoch seconds: strictly increasing.
     fn now(&self) -> Timestamp;
+    /// A future that completes after `duration`.
+    fn sleep(&self, duration: Duration) -> Sleep;
 }
 
 /// The source of fresh event and invocation ids.

@@ -366,6 +366,25 @@ impl InMemoryStore {
 
 #[async_trait]
 impl SessionStore for InMemoryStore {
+    async fn create_session(
+        &self,
+        key: &SessionKey,
+        state: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Session, StoreError> {
+        let mut sessions = lock(&self.sessions);
+        if sessions.contains_key(key) {
+            return Err(StoreError::AlreadyExists(key.clone()));
+        }
+        let session = Session {
+            key: key.clone(),
+            state,
+            events: Vec::new(),
+            revision: Revision(0),
+        };
+        sessions.insert(key.clone(), session.clone());
+        Ok(session)
+    }
+
     async fn load(&self, key: &SessionKey) -> Result<Session, StoreError> {
         self.loads.fetch_add(1, Ordering::SeqCst);
         self.get(key)
@@ -388,10 +407,10 @@ impl SessionStore for InMemoryStore {
         let session = self
             .get(key)
             .ok_or_else(|| StoreError::NotFound(key.clone()))?;
-        Ok(crate::ports::GateSnapshot {
-            input: crate::gate::gate_input(&session.events),
-            revision: session.revision,
-        })
+        Ok(crate::ports::GateSnapshot::new(
+            crate::gate::gate_input(&session.events),
+            session.revision,
+        ))
     }
 
     async fn append(
@@ -413,6 +432,15 @@ impl SessionStore for InMemoryStore {
                 key: key.clone(),
                 expected,
                 actual: session.revision,
+            });
+        }
+        let latest = crate::history::latest_view_timestamp(&session.events);
+        if !crate::history::timestamp_may_follow(latest, &event) {
+            return Err(StoreError::NonIncreasingTimestamp {
+                key: key.clone(),
+                event_id: event.id.clone(),
+                latest: latest.unwrap_or(Timestamp::EPOCH),
+                offered: event.timestamp,
             });
         }
         session.events.push(event);
@@ -484,7 +512,7 @@ impl ProbeSpan for OpenProbe {
         let mut record = self.record;
         record.probability = end.probability.map(|p| p.value());
         record.verdict = end.verdict.as_str().to_owned();
-        record.failure = end.failure.map(str::to_owned);
+        record.failure = end.failure.map(|f| f.message().to_owned());
         lock(&self.sink).push(record);
     }
 }
@@ -497,7 +525,7 @@ struct OpenSummarize {
 impl SummarizeSpan for OpenSummarize {
     fn finish(self: Box<Self>, end: &SummarizeEnd<'_>) {
         let mut record = self.record;
-        record.failure = end.failure.map(str::to_owned);
+        record.failure = end.failure.map(|f| f.message().to_owned());
         lock(&self.sink).push(record);
     }
 }
@@ -530,21 +558,43 @@ impl Telemetry for RecordingTelemetry {
     }
 }
 
-/// A clock that advances one second per reading, from a fixed start.
+/// A clock that advances one second per reading, from a fixed start. Its deadlines never
+/// pass unless [`SteppingClock::expiring_deadlines`] says they pass at once.
 #[derive(Debug)]
-pub struct SteppingClock(AtomicU64);
+pub struct SteppingClock {
+    seconds: AtomicU64,
+    deadlines_pass: bool,
+}
 
 impl SteppingClock {
     /// Starts at `start` epoch seconds (whole seconds).
     pub fn starting_at(start: u64) -> Self {
-        SteppingClock(AtomicU64::new(start))
+        SteppingClock {
+            seconds: AtomicU64::new(start),
+            deadlines_pass: false,
+        }
+    }
+
+    /// Every `sleep` completes at once, so any adapter call that is not ready when first
+    /// polled misses its deadline: for tests of adapters that never answer.
+    pub fn expiring_deadlines(mut self) -> Self {
+        self.deadlines_pass = true;
+        self
     }
 }
 
 impl Clock for SteppingClock {
     fn now(&self) -> Timestamp {
-        let s = self.0.fetch_add(1, Ordering::SeqCst);
+        let s = self.seconds.fetch_add(1, Ordering::SeqCst);
         Timestamp::new(s as f64).unwrap_or(Timestamp::EPOCH)
+    }
+
+    fn sleep(&self, _duration: std::time::Duration) -> crate::ports::Sleep {
+        if self.deadlines_pass {
+            Box::pin(std::future::ready(()))
+        } else {
+            Box::pin(std::future::pending())
+        }
     }
 }
 

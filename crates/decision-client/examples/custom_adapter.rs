@@ -36,11 +36,7 @@ struct InHouseClassifier {
 #[async_trait]
 impl DecisionModel for InHouseClassifier {
     fn info(&self) -> ModelInfo {
-        ModelInfo {
-            system: "in-house".to_owned(),
-            provider: host_of(&self.url),
-            model: "topic-shift-classifier".to_owned(),
-        }
+        ModelInfo::new("in-house", host_of(&self.url), "topic-shift-classifier")
     }
 
     async fn decide(&self, request: &ProbeRequest) -> Result<DecisionAnswer, AdapterError> {
@@ -56,11 +52,7 @@ impl DecisionModel for InHouseClassifier {
         let score = response.body.get("score").cloned().unwrap_or_default();
         // Return typed errors; the engine validates p again and fails open on any error.
         match score.as_f64() {
-            Some(p) if (0.0..=1.0).contains(&p) => Ok(DecisionAnswer {
-                probability: p,
-                served_model: None,
-                usage: None,
-            }),
+            Some(p) if (0.0..=1.0).contains(&p) => Ok(DecisionAnswer::new(p)),
             Some(p) => Err(DecisionError::OutOfRange {
                 url: self.url.clone(),
                 value: p,

@@ -16,7 +16,7 @@ use compaction_core::{AdapterError, DecisionAnswer, DecisionModel, ModelInfo, Pr
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::decisions::usage_of;
+use crate::decisions::answer_with_host_facts;
 use crate::error::DecisionError;
 use crate::http::{ApiKey, JsonClient, host_of};
 
@@ -84,11 +84,7 @@ impl ChatLogprobsJudge {
         let client = JsonClient::new(timeout).map_err(|e| DecisionError::Client(e.to_string()))?;
         Ok(ChatLogprobsJudge {
             client,
-            info: ModelInfo {
-                system: "openai".to_owned(),
-                provider: host_of(&url),
-                model: model.into(),
-            },
+            info: ModelInfo::new("openai", host_of(&url), model),
             url,
             key,
             top_logprobs: top_logprobs.max(5),
@@ -140,7 +136,9 @@ impl DecisionModel for ChatLogprobsJudge {
     }
 
     async fn decide(&self, request: &ProbeRequest) -> Result<DecisionAnswer, AdapterError> {
-        Ok(self.probe(request).await?)
+        self.probe(request)
+            .await
+            .map_err(DecisionError::into_adapter_error)
     }
 }
 
@@ -247,11 +245,7 @@ pub fn parse_answer(url: &str, body: &Value) -> Result<DecisionAnswer, DecisionE
             value: p,
         });
     }
-    Ok(DecisionAnswer {
-        probability: p,
-        served_model: body.get("model").and_then(Value::as_str).map(str::to_owned),
-        usage: usage_of(body),
-    })
+    Ok(answer_with_host_facts(p, body))
 }
 
 #[cfg(test)]

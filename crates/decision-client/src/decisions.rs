@@ -52,11 +52,7 @@ impl DecisionsApi {
             client,
             url,
             key,
-            info: ModelInfo {
-                system: system.to_owned(),
-                provider,
-                model: model.into(),
-            },
+            info: ModelInfo::new(system, provider, model),
         })
     }
 
@@ -88,7 +84,9 @@ impl DecisionModel for DecisionsApi {
     }
 
     async fn decide(&self, request: &ProbeRequest) -> Result<DecisionAnswer, AdapterError> {
-        Ok(self.probe(request).await?)
+        self.probe(request)
+            .await
+            .map_err(DecisionError::into_adapter_error)
     }
 }
 
@@ -109,11 +107,19 @@ pub fn parse_answer(url: &str, body: &Value) -> Result<DecisionAnswer, DecisionE
         .ok_or_else(|| {
             missing("neither `answers.compaction_warranted.noul` nor `.probability` is present")
         })?;
-    Ok(DecisionAnswer {
-        probability: checked_probability(url, raw)?,
-        served_model: body.get("model").and_then(Value::as_str).map(str::to_owned),
-        usage: usage_of(body),
-    })
+    Ok(answer_with_host_facts(checked_probability(url, raw)?, body))
+}
+
+/// An answer of `probability` with the served model and usage the host's `body` reports.
+pub(crate) fn answer_with_host_facts(probability: f64, body: &Value) -> DecisionAnswer {
+    let mut answer = DecisionAnswer::new(probability);
+    if let Some(model) = body.get("model").and_then(Value::as_str) {
+        answer = answer.with_served_model(model);
+    }
+    if let Some(usage) = usage_of(body) {
+        answer = answer.with_usage(usage);
+    }
+    answer
 }
 
 /// Token counts from `usage`, in either the Responses (`input_tokens`) or the Chat
@@ -126,10 +132,10 @@ pub(crate) fn usage_of(body: &Value) -> Option<TokenUsage> {
             .or_else(|| usage.get(b))
             .and_then(Value::as_u64)
     };
-    let parsed = TokenUsage {
-        input: count("input_tokens", "prompt_tokens"),
-        output: count("output_tokens", "completion_tokens"),
-    };
+    let parsed = TokenUsage::new(
+        count("input_tokens", "prompt_tokens"),
+        count("output_tokens", "completion_tokens"),
+    );
     (parsed.input.is_some() || parsed.output.is_some()).then_some(parsed)
 }
 
@@ -147,13 +153,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(a.probability, 0.86);
-        assert_eq!(
-            a.usage,
-            Some(TokenUsage {
-                input: Some(412),
-                output: Some(0)
-            })
-        );
+        assert_eq!(a.usage, Some(TokenUsage::new(Some(412), Some(0))));
         let b = parse_answer(
             "u",
             &json!({"answers":{"compaction_warranted":{"answer":true,"probability":0.25}},

@@ -1,5 +1,8 @@
 //! The crate's error: what a decision adapter can fail with. Adapters box it as
-//! compaction-core's `AdapterError`; callers can downcast to match on the variant.
+//! compaction-core's `AdapterError`, classified by kind; callers can downcast
+//! `compaction_core::failure::unclassified(error)` to match on the variant.
+
+use compaction_core::{AdapterError, FailureKind, classified};
 
 use crate::http::HttpError;
 
@@ -48,6 +51,25 @@ pub enum DecisionError {
 }
 
 impl DecisionError {
+    /// What kind of failure this is, for the engine's outcome.
+    pub fn failure_kind(&self) -> FailureKind {
+        match self {
+            DecisionError::Http(e) => e.failure_kind(),
+            DecisionError::MissingProbability { .. } | DecisionError::NoYesNo { .. } => {
+                FailureKind::InvalidReply
+            }
+            DecisionError::NotANumber { .. } | DecisionError::OutOfRange { .. } => {
+                FailureKind::InvalidProbability
+            }
+            DecisionError::Client(_) => FailureKind::Other,
+        }
+    }
+
+    /// Boxes the error for the port, classified with [`DecisionError::failure_kind`].
+    pub fn into_adapter_error(self) -> AdapterError {
+        classified(self.failure_kind(), self)
+    }
+
     /// The HTTP error inside, when the exchange itself failed.
     pub fn http(&self) -> Option<&HttpError> {
         match self {

@@ -153,6 +153,22 @@ pub enum HttpError {
     },
 }
 
+impl HttpError {
+    /// What kind of failure this is, for the engine's outcome.
+    pub fn failure_kind(&self) -> compaction_core::FailureKind {
+        use compaction_core::FailureKind;
+        match self {
+            HttpError::Timeout { .. } => FailureKind::Timeout,
+            HttpError::Unauthorized { status, .. } | HttpError::Status { status, .. } => {
+                FailureKind::HttpStatus(*status)
+            }
+            HttpError::RateLimited { .. } => FailureKind::HttpStatus(429),
+            HttpError::Malformed { .. } => FailureKind::InvalidReply,
+            HttpError::Transport { .. } => FailureKind::Transport,
+        }
+    }
+}
+
 /// A JSON-over-HTTP client with one timeout for the whole exchange.
 #[derive(Debug, Clone)]
 pub struct JsonClient {

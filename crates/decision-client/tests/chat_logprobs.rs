@@ -73,13 +73,7 @@ async fn p_is_p_yes_over_p_yes_plus_p_no() {
         a.served_model.as_deref(),
         Some("openai/gpt-4.1-nano-2025-04-14")
     );
-    assert_eq!(
-        a.usage,
-        Some(TokenUsage {
-            input: Some(640),
-            output: Some(1)
-        })
-    );
+    assert_eq!(a.usage, Some(TokenUsage::new(Some(640), Some(1))));
 }
 
 #[tokio::test]

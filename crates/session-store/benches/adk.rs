@@ -20,7 +20,7 @@ use compaction_core::testing::EventFactory;
 use compaction_core::{SessionKey, SessionStore};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::Map;
-use session_store::AdkStore;
+use session_store::blocking::AdkStore;
 
 #[path = "common/history.rs"]
 mod history;
@@ -89,14 +89,20 @@ fn benches(c: &mut Criterion) {
         ("adk_gate_snapshot", |store, key, runtime| {
             black_box(
                 runtime
-                    .block_on(SessionStore::gate_snapshot(store, key))
+                    .block_on(SessionStore::gate_snapshot(
+                        &session_store::AdkStore::from(store.clone()),
+                        key,
+                    ))
                     .expect("gate"),
             );
         }),
         ("adk_load_live_tail", |store, key, runtime| {
             black_box(
                 runtime
-                    .block_on(SessionStore::load_live_tail(store, key))
+                    .block_on(SessionStore::load_live_tail(
+                        &session_store::AdkStore::from(store.clone()),
+                        key,
+                    ))
                     .expect("tail"),
             );
         }),

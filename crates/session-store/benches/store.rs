@@ -16,7 +16,8 @@ use compaction_core::testing::EventFactory;
 use compaction_core::{Event, Revision, SessionKey, SessionStore};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::Map;
-use session_store::{Durability, OpenOptions, SqliteStore};
+use session_store::blocking::SqliteStore;
+use session_store::{Durability, OpenOptions};
 
 const SIZES: [usize; 4] = [100, 1_000, 10_000, 100_000];
 
@@ -167,11 +168,12 @@ fn benches(c: &mut Criterion) {
         .worker_threads(1)
         .build()
         .expect("runtime");
+    let port = session_store::SqliteStore::from(store.clone());
     group.bench_function("port_gate_snapshot", |b| {
         b.iter(|| {
             black_box(
                 runtime
-                    .block_on(SessionStore::gate_snapshot(&store, &key))
+                    .block_on(SessionStore::gate_snapshot(&port, &key))
                     .expect("snapshot"),
             )
         });

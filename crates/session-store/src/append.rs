@@ -9,7 +9,8 @@
 //! - a rewind recomputes every flag and the header from the whole history with
 //!   compaction-core's own functions (cost grows with the history; rewinds are rare user edits).
 
-use compaction_core::{Event, EventCompaction, Revision, SessionKey};
+use compaction_core::history::timestamp_may_follow;
+use compaction_core::{Event, EventCompaction, Revision, SessionKey, Timestamp};
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior};
 use serde_json::{Map, Value};
 
@@ -57,10 +58,29 @@ impl SqliteStore {
                 actual: Revision(row.revision),
             });
         }
+        let latest: Option<f64> = tx
+            .prepare_cached(
+                "SELECT max(ts) FROM events WHERE session_pk = ?1 AND in_view = 1 \
+                 AND is_compaction = 0",
+            )
+            .and_then(|mut stmt| stmt.query_row((row.pk,), |r| r.get(0)))
+            .map_err(self.sqlite_error(op))?;
+        let latest = latest.and_then(|s| Timestamp::new(s).ok());
         let seq = i64::try_from(row.revision + 1).unwrap_or(i64::MAX);
         let is_rewind = event.actions.rewind_before_invocation_id.is_some();
         let in_view = !is_rewind && event.is_unscoped();
         self.insert_event(&tx, key, row.pk, seq, event, &body, in_view)?;
+        // Checked after the insert so that a duplicate is named as one; returning drops the
+        // transaction, so nothing is written either way.
+        if !timestamp_may_follow(latest, event) {
+            return Err(SessionStoreError::NonIncreasingTimestamp {
+                path: self.path().to_path_buf(),
+                key: Box::new(key.clone()),
+                event_id: event.id.clone(),
+                latest: latest.unwrap_or(Timestamp::EPOCH),
+                offered: event.timestamp,
+            });
+        }
 
         if is_rewind {
             self.recompute(&tx, key, &mut row)?;

@@ -4,12 +4,31 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use compaction_core::{Revision, SessionKey, StoreError};
+use compaction_core::{FailureKind, Revision, SessionKey, StoreError, Timestamp, classified};
 
 /// A session-store failure.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SessionStoreError {
+    /// An unscoped event's timestamp does not increase over the session's latest in-view
+    /// event (compaction-core's `history::timestamp_may_follow`); nothing was written.
+    #[error(
+        "{}: session {key}: event {event_id:?} has timestamp {offered}, not after the latest \
+         event's {latest}; a session's event timestamps must strictly increase (nothing written)",
+        path.display()
+    )]
+    NonIncreasingTimestamp {
+        /// The database file.
+        path: PathBuf,
+        /// The session.
+        key: Box<SessionKey>,
+        /// The refused event.
+        event_id: String,
+        /// The latest in-view event's timestamp.
+        latest: Timestamp,
+        /// The refused event's timestamp.
+        offered: Timestamp,
+    },
     /// The file is not a SQLite database, or SQLite found it corrupt.
     #[error(
         "{}: not a SQLite database, or corrupt, while {operation}: {source}",
@@ -234,6 +253,26 @@ pub enum SessionStoreError {
 }
 
 impl SessionStoreError {
+    /// What kind of failure this is, for the engine's outcome.
+    pub fn failure_kind(&self) -> FailureKind {
+        match self {
+            SessionStoreError::Locked { .. } => FailureKind::StoreLocked,
+            SessionStoreError::Corrupt { .. }
+            | SessionStoreError::CorruptEvent { .. }
+            | SessionStoreError::CorruptState { .. }
+            | SessionStoreError::FutureSchema { .. }
+            | SessionStoreError::ForeignDatabase { .. }
+            | SessionStoreError::NotAdkDatabase { .. }
+            | SessionStoreError::AdkLegacySchema { .. }
+            | SessionStoreError::AdkBadTime { .. } => FailureKind::StoreCorrupt,
+            SessionStoreError::Stale { .. } => FailureKind::Stale,
+            SessionStoreError::NotFound { .. } => FailureKind::NotFound,
+            SessionStoreError::AlreadyExists { .. } => FailureKind::AlreadyExists,
+            SessionStoreError::NonIncreasingTimestamp { .. } => FailureKind::NonIncreasingTimestamp,
+            _ => FailureKind::Other,
+        }
+    }
+
     /// Classifies a SQLite error: busy/locked, corrupt/not-a-database, or other.
     pub(crate) fn sqlite(
         path: &std::path::Path,
@@ -284,7 +323,20 @@ impl From<SessionStoreError> for StoreError {
                 actual,
             },
             SessionStoreError::NotFound { key, .. } => StoreError::NotFound(key),
-            other => StoreError::Backend(Box::new(other)),
+            SessionStoreError::AlreadyExists { key, .. } => StoreError::AlreadyExists(key),
+            SessionStoreError::NonIncreasingTimestamp {
+                key,
+                event_id,
+                latest,
+                offered,
+                ..
+            } => StoreError::NonIncreasingTimestamp {
+                key: *key,
+                event_id,
+                latest,
+                offered,
+            },
+            other => StoreError::Backend(classified(other.failure_kind(), other)),
         }
     }
 }

@@ -54,7 +54,7 @@
 //! ```
 //! use compaction_core::testing::EventFactory;
 //! use compaction_core::{Revision, SessionKey, assemble_context, gate_input};
-//! use session_store::SqliteStore;
+//! use session_store::blocking::SqliteStore;
 //!
 //! let dir = tempfile::tempdir()?;
 //! let store = SqliteStore::open(dir.path().join("sessions.db"))?;
@@ -88,7 +88,17 @@ mod port;
 mod schema;
 mod store;
 
-pub use adk::{AdkFlavor, AdkStore, Layout, detect_layout};
+pub use adk::{AdkFlavor, Layout, detect_layout};
 pub use error::SessionStoreError;
+pub use port::{AdkStore, SqliteStore};
 pub use schema::SCHEMA_VERSION;
-pub use store::{Durability, OpenOptions, SessionHeader, SqliteStore};
+pub use store::{Durability, OpenOptions, SessionHeader};
+
+/// The synchronous stores, for code that is not on an async runtime (tools, tests, the
+/// blocking pool itself). Their calls block on SQLite: never call them from an async task;
+/// use the async [`crate::SqliteStore`] / [`crate::AdkStore`] (compaction-core's
+/// `SessionStore` port) there, which run these same calls on tokio's blocking pool.
+pub mod blocking {
+    pub use crate::adk::store::AdkStore;
+    pub use crate::store::SqliteStore;
+}

@@ -1,18 +1,23 @@
-//! compaction-core's [`SessionStore`] port for both stores, on tokio's blocking pool so that
-//! SQLite never runs on an async runtime thread. Each port call is the store's synchronous
-//! call of the same name ([`SqliteStore::get_session`] for `load`, `append_event` for
-//! `append`) moved to the pool.
+//! The async stores: compaction-core's [`SessionStore`] port for both databases, each call
+//! the synchronous store's call of the same purpose (module [`crate::blocking`]) moved to
+//! tokio's blocking pool, so that SQLite never runs on an async runtime thread.
+//!
+//! The async types have no inherent method named like a port method, so
+//! `store.gate_snapshot(&key).await` means the port's call wherever the port is in scope.
 
 use std::path::Path;
 
 use async_trait::async_trait;
 use compaction_core::{
-    Event, GateSnapshot, Revision, Session, SessionKey, SessionStore, StoreError,
+    AssembledContext, CompactionEntry, Event, GateSnapshot, Revision, Session, SessionKey,
+    SessionStore, StoreError,
 };
+use serde_json::{Map, Value};
 
-use crate::adk::AdkStore;
+use crate::adk::AdkFlavor;
+use crate::adk::store::AdkStore as BlockingAdk;
 use crate::error::SessionStoreError;
-use crate::store::SqliteStore;
+use crate::store::{OpenOptions, SqliteStore as BlockingSqlite};
 
 /// Runs `call` with a clone of `store` on tokio's blocking pool and awaits it; a call that
 /// panicked or was cancelled is a [`SessionStoreError::Task`] naming `path`.
@@ -32,53 +37,176 @@ where
         })?
 }
 
+/// The native SQLite store, async: implements [`SessionStore`] (create, load, context,
+/// compaction history, gate snapshot, live tail, append) with every call on tokio's blocking
+/// pool. Cheap to clone (one shared connection). [`SqliteStore::blocking`] gives the
+/// synchronous store for code that is not on a runtime.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    blocking: BlockingSqlite,
+}
+
 impl SqliteStore {
-    /// Runs `call` with a clone of the store on tokio's blocking pool and awaits it. Use it for
-    /// the synchronous calls ([`SqliteStore::load_context`], …) from async code.
+    /// Opens (creating if needed) the store at `path` (see [`crate::blocking::SqliteStore::open`]).
+    /// Opening reads and may migrate the file: call it at start-up, or on the blocking pool.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, SessionStoreError> {
+        Ok(BlockingSqlite::open(path)?.into())
+    }
+
+    /// Opens the store at `path` with `options`.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        options: OpenOptions,
+    ) -> Result<Self, SessionStoreError> {
+        Ok(BlockingSqlite::open_with(path, options)?.into())
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        self.blocking.path()
+    }
+
+    /// The synchronous store behind this one (same connection).
+    pub fn blocking(&self) -> &BlockingSqlite {
+        &self.blocking
+    }
+
+    /// Runs `call` with the synchronous store on tokio's blocking pool and awaits it: for the
+    /// store's own calls that the port does not cover (`header`, `integrity_check`, …).
     pub async fn spawn_blocking<T, F>(&self, call: F) -> Result<T, SessionStoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&SqliteStore) -> Result<T, SessionStoreError> + Send + 'static,
+        F: FnOnce(&BlockingSqlite) -> Result<T, SessionStoreError> + Send + 'static,
     {
-        on_blocking_pool(self, self.path(), call).await
+        on_blocking_pool(&self.blocking, self.path(), call).await
     }
 }
 
-/// Implements the port for a store whose synchronous calls are named as the port's are.
-macro_rules! blocking_port {
-    ($store:ty) => {
+impl From<BlockingSqlite> for SqliteStore {
+    fn from(blocking: BlockingSqlite) -> Self {
+        SqliteStore { blocking }
+    }
+}
+
+/// A Google ADK sessions database, async: implements [`SessionStore`] with every call on
+/// tokio's blocking pool. [`AdkStore::blocking`] gives the synchronous store.
+#[derive(Debug, Clone)]
+pub struct AdkStore {
+    blocking: BlockingAdk,
+}
+
+impl AdkStore {
+    /// Opens an ADK database in place (see [`crate::blocking::AdkStore::open`]).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, SessionStoreError> {
+        Ok(BlockingAdk::open(path)?.into())
+    }
+
+    /// Opens an ADK database with `options`.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        options: OpenOptions,
+    ) -> Result<Self, SessionStoreError> {
+        Ok(BlockingAdk::open_with(path, options)?.into())
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        self.blocking.path()
+    }
+
+    /// Which of ADK's layouts the file has.
+    pub fn flavor(&self) -> AdkFlavor {
+        self.blocking.flavor()
+    }
+
+    /// The synchronous store behind this one.
+    pub fn blocking(&self) -> &BlockingAdk {
+        &self.blocking
+    }
+
+    /// Runs `call` with the synchronous store on tokio's blocking pool and awaits it.
+    pub async fn spawn_blocking<T, F>(&self, call: F) -> Result<T, SessionStoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&BlockingAdk) -> Result<T, SessionStoreError> + Send + 'static,
+    {
+        on_blocking_pool(&self.blocking, self.path(), call).await
+    }
+}
+
+impl From<BlockingAdk> for AdkStore {
+    fn from(blocking: BlockingAdk) -> Self {
+        AdkStore { blocking }
+    }
+}
+
+/// Implements the port for `$store`: the calls both stores answer the same way (each by its
+/// synchronous call on the pool), plus `$extra` items.
+macro_rules! port_impl {
+    ($store:ty { $($extra:item)* }) => {
         #[async_trait]
         impl SessionStore for $store {
-            async fn load(&self, key: &SessionKey) -> Result<Session, StoreError> {
-                let key = key.clone();
-                Ok(on_blocking_pool(self, self.path(), move |s| s.get_session(&key)).await?)
-            }
-
-            async fn load_live_tail(&self, key: &SessionKey) -> Result<Session, StoreError> {
-                let key = key.clone();
-                Ok(on_blocking_pool(self, self.path(), move |s| s.load_live_tail(&key)).await?)
-            }
-
-            async fn gate_snapshot(&self, key: &SessionKey) -> Result<GateSnapshot, StoreError> {
-                let key = key.clone();
-                Ok(on_blocking_pool(self, self.path(), move |s| s.gate_snapshot(&key)).await?)
-            }
-
-            async fn append(
-                &self,
-                key: &SessionKey,
-                expected: Revision,
-                event: Event,
-            ) -> Result<Revision, StoreError> {
-                let key = key.clone();
-                Ok(on_blocking_pool(self, self.path(), move |s| {
-                    s.append_event(&key, expected, &event)
-                })
+        async fn create_session(
+            &self,
+            key: &SessionKey,
+            state: Map<String, Value>,
+        ) -> Result<Session, StoreError> {
+            let key = key.clone();
+            Ok(self
+                .spawn_blocking(move |s| s.create_session(&key, state))
                 .await?)
-            }
+        }
+
+        async fn load(&self, key: &SessionKey) -> Result<Session, StoreError> {
+            let key = key.clone();
+            Ok(self.spawn_blocking(move |s| s.get_session(&key)).await?)
+        }
+
+        async fn load_live_tail(&self, key: &SessionKey) -> Result<Session, StoreError> {
+            let key = key.clone();
+            Ok(self.spawn_blocking(move |s| s.load_live_tail(&key)).await?)
+        }
+
+        async fn gate_snapshot(&self, key: &SessionKey) -> Result<GateSnapshot, StoreError> {
+            let key = key.clone();
+            Ok(self.spawn_blocking(move |s| s.gate_snapshot(&key)).await?)
+        }
+
+        async fn append(
+            &self,
+            key: &SessionKey,
+            expected: Revision,
+            event: Event,
+        ) -> Result<Revision, StoreError> {
+            let key = key.clone();
+            Ok(self
+                .spawn_blocking(move |s| s.append_event(&key, expected, &event))
+                .await?)
+        }
+
+        $($extra)*
         }
     };
 }
 
-blocking_port!(SqliteStore);
-blocking_port!(AdkStore);
+port_impl!(SqliteStore {
+
+    async fn load_context(&self, key: &SessionKey) -> Result<AssembledContext, StoreError> {
+        let key = key.clone();
+        Ok(self.spawn_blocking(move |s| s.load_context(&key)).await?)
+    }
+
+    async fn compaction_history(
+        &self,
+        key: &SessionKey,
+    ) -> Result<Vec<CompactionEntry>, StoreError> {
+        let key = key.clone();
+        Ok(self
+            .spawn_blocking(move |s| s.compaction_history(&key))
+            .await?)
+    }
+});
+
+// ADK's file may not be given indexes of ours, so its context and compaction history come
+// from the port's defaults (the whole session, read once).
+port_impl!(AdkStore {});

@@ -441,10 +441,7 @@ impl SqliteStore {
     /// `gate_snapshot` answers).
     pub fn gate_snapshot(&self, key: &SessionKey) -> Result<GateSnapshot, SessionStoreError> {
         let header = self.header(key)?;
-        Ok(GateSnapshot {
-            input: header.gate,
-            revision: header.revision,
-        })
+        Ok(GateSnapshot::new(header.gate, header.revision))
     }
 
     /// Runs SQLite's `PRAGMA integrity_check`: `Ok(vec!["ok"])` when the file is sound,

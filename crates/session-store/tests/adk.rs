@@ -16,9 +16,8 @@ use compaction_core::{
 };
 use rusqlite::Connection;
 use serde_json::{Map, Value, json};
-use session_store::{
-    AdkFlavor, AdkStore, Layout, OpenOptions, SessionStoreError, SqliteStore, detect_layout,
-};
+use session_store::blocking::{AdkStore, SqliteStore};
+use session_store::{AdkFlavor, Layout, OpenOptions, SessionStoreError, detect_layout};
 
 /// `DatabaseSessionService` schema v1, as SQLAlchemy creates it on SQLite (ADK 2.13.0).
 const DATABASE_DDL: &str = include_str!("fixtures/adk-database-v1.sql");
@@ -249,8 +248,7 @@ fn appends_are_checked_against_update_time_and_adks_event_shape() {
         earlier.timestamp = events[0].timestamp;
         let err = store.append_event(&key(), r1, &earlier).unwrap_err();
         assert!(
-            err.to_string()
-                .contains("not after the session's update_time"),
+            matches!(err, SessionStoreError::NonIncreasingTimestamp { .. }),
             "{err}"
         );
         let mut foreign = events[1].clone();
@@ -321,7 +319,7 @@ async fn the_engine_compacts_an_adk_session_through_the_port() {
     for (flavor, path) in flavors(dir.path()) {
         let store = AdkStore::open(&path).unwrap();
         let created = store.create_session(&key(), Map::new()).unwrap();
-        let port: Arc<dyn SessionStore> = Arc::new(store.clone());
+        let port: Arc<dyn SessionStore> = Arc::new(session_store::AdkStore::from(store.clone()));
         let mut f = EventFactory::new();
         let mut events = Vec::new();
         for turn in 0..6_u64 {

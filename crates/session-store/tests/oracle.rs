@@ -6,7 +6,10 @@
 mod common;
 
 use common::{history, key, temp_store};
-use compaction_core::{Revision, assemble_context, compaction_history, gate_input, live_tail};
+use compaction_core::history::{latest_view_timestamp, timestamp_may_follow};
+use compaction_core::{
+    Event, Revision, assemble_context, compaction_history, gate_input, live_tail,
+};
 use proptest::prelude::*;
 use session_store::{Durability, SessionStoreError};
 
@@ -23,7 +26,18 @@ proptest! {
         let key = key();
         store.create_session(&key, Default::default()).unwrap();
         let mut revision = Revision(0);
-        for (i, event) in events.iter().enumerate() {
+        let mut accepted: Vec<Event> = Vec::new();
+        for event in &events {
+            // The core's timestamp rule decides which events the store must refuse.
+            if !timestamp_may_follow(latest_view_timestamp(&accepted), event) {
+                let refused = store.append_event(&key, revision, event);
+                let typed = matches!(refused, Err(SessionStoreError::NonIncreasingTimestamp { .. }));
+                prop_assert!(typed, "{:?}", refused);
+                prop_assert_eq!(store.header(&key).unwrap().revision, revision);
+                continue;
+            }
+            accepted.push(event.clone());
+            let i = accepted.len() - 1;
             if i > 0 {
                 // A writer that read an older revision is refused and writes nothing.
                 let stale = store.append_event(&key, Revision(revision.0 - 1), event);
@@ -35,7 +49,7 @@ proptest! {
             }
             revision = store.append_event(&key, revision, event).unwrap();
             prop_assert_eq!(revision, Revision(i as u64 + 1));
-            let prefix = &events[..=i];
+            let prefix = &accepted[..];
             let header = store.header(&key).unwrap();
             prop_assert_eq!(header.revision, revision);
             prop_assert_eq!(header.gate, gate_input(prefix), "header after event {}", i);
@@ -45,7 +59,7 @@ proptest! {
         }
         let session = store.get_session(&key).unwrap();
         prop_assert_eq!(session.revision, revision);
-        prop_assert_eq!(&session.events, &events);
+        prop_assert_eq!(&session.events, &accepted);
     }
 
     /// Reopening the file changes nothing: header and context are read from disk, not memory.
@@ -54,11 +68,16 @@ proptest! {
         let (dir, store) = temp_store(Durability::Normal);
         let key = key();
         store.create_session(&key, Default::default()).unwrap();
-        for (i, event) in events.iter().enumerate() {
-            store.append_event(&key, Revision(i as u64), event).unwrap();
+        let mut accepted: Vec<Event> = Vec::new();
+        for event in &events {
+            if timestamp_may_follow(latest_view_timestamp(&accepted), event) {
+                store.append_event(&key, Revision(accepted.len() as u64), event).unwrap();
+                accepted.push(event.clone());
+            }
         }
+        let events = accepted;
         drop(store);
-        let store = session_store::SqliteStore::open(dir.path().join("sessions.db")).unwrap();
+        let store = session_store::blocking::SqliteStore::open(dir.path().join("sessions.db")).unwrap();
         prop_assert_eq!(store.header(&key).unwrap().gate, gate_input(&events));
         prop_assert_eq!(store.load_context(&key).unwrap(), assemble_context(&events));
     }

@@ -18,7 +18,7 @@ use session_store::Durability;
 #[tokio::test(flavor = "current_thread")]
 async fn the_port_maps_stale_and_not_found_and_answers_from_the_header() {
     let (_dir, store) = temp_store(Durability::Normal);
-    let port: Arc<dyn SessionStore> = Arc::new(store.clone());
+    let port: Arc<dyn SessionStore> = Arc::new(session_store::SqliteStore::from(store.clone()));
     let key = key();
     assert!(matches!(
         port.load(&key).await,
@@ -57,7 +57,7 @@ async fn the_engine_fast_exits_then_compacts_through_the_store() {
     let engine = Engine::builder(
         Arc::new(ScriptedDecisionModel::constant(0.9)),
         summarizer.clone(),
-        Arc::new(store.clone()),
+        Arc::new(session_store::SqliteStore::from(store.clone())),
         Arc::new(SteppingClock::starting_at(1_800_000_000)),
         Arc::new(SequentialIds::default()),
     )
@@ -97,4 +97,70 @@ async fn the_engine_fast_exits_then_compacts_through_the_store() {
         store.header(&key).unwrap().gate,
         gate_input(&session.events)
     );
+}
+
+/// The async store is the port: with `SessionStore` in scope, `store.gate_snapshot(&key).await`
+/// is the port's call (no synchronous method of the same name shadows it), and a service
+/// holding only the async store can create a session, append, assemble the next prompt and
+/// list the compactions.
+#[tokio::test]
+async fn a_service_needs_nothing_but_the_async_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = session_store::SqliteStore::open(dir.path().join("sessions.db")).unwrap();
+    let key = key();
+    let created = store.create_session(&key, Map::new()).await.unwrap();
+    let again = store.create_session(&key, Map::new()).await.unwrap_err();
+    assert_eq!(again.kind(), compaction_core::FailureKind::AlreadyExists);
+    let mut f = EventFactory::new();
+    let mut revision = created.revision;
+    for i in 0..6 {
+        for e in f.conversational_turn(&format!("i{i}"), &format!("q{i}"), &format!("a{i}")) {
+            revision = store.append(&key, revision, e).await.unwrap();
+        }
+    }
+    let snapshot = store.gate_snapshot(&key).await.unwrap();
+    assert_eq!(snapshot.revision, revision);
+    let whole = store.load(&key).await.unwrap();
+    assert_eq!(
+        store.load_context(&key).await.unwrap(),
+        assemble_context(&whole.events)
+    );
+    assert_eq!(
+        store.compaction_history(&key).await.unwrap(),
+        compaction_core::compaction_history(&whole.events)
+    );
+}
+
+/// An unscoped event stamped no later than the latest one is refused with a typed error that
+/// names both timestamps, and nothing is written; scoped events are not checked.
+#[tokio::test]
+async fn the_store_refuses_timestamps_that_do_not_increase() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = session_store::SqliteStore::open(dir.path().join("sessions.db")).unwrap();
+    let key = key();
+    store.create_session(&key, Map::new()).await.unwrap();
+    let mut f = EventFactory::new();
+    let query = f.user("i1", "q1");
+    let revision = store
+        .append(&key, Revision(0), query.clone())
+        .await
+        .unwrap();
+    let mut tied = f.model("i1", "a1");
+    tied.timestamp = query.timestamp;
+    let err = store
+        .append(&key, revision, tied.clone())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::NonIncreasingTimestamp { latest, offered, event_id, .. }
+            if *latest == query.timestamp && *offered == query.timestamp && *event_id == tied.id),
+        "{err}"
+    );
+    assert_eq!(store.load(&key).await.unwrap().events.len(), 1);
+    // A scoped pipeline step may carry any timestamp: it is never in the view.
+    let scoped = tied.clone().with_scope("search_pipeline:t1");
+    let revision = store.append(&key, revision, scoped).await.unwrap();
+    // The next in-view event only has to follow the view.
+    let later = f.model("i1", "a1");
+    store.append(&key, revision, later).await.unwrap();
 }

@@ -7,7 +7,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use compaction_core::{SessionKey, assemble_context, gate_input};
 use serde_json::Map;
-use session_store::SqliteStore;
+use session_store::blocking::SqliteStore;
 
 const DRIVER: &str = env!("CARGO_BIN_EXE_session-store-stress");
 

@@ -9,7 +9,8 @@ use compaction_core::testing::EventFactory;
 use compaction_core::{Event, Revision, SessionKey, assemble_context, gate_input};
 use rusqlite::Connection;
 use serde_json::{Map, json};
-use session_store::{Durability, OpenOptions, SCHEMA_VERSION, SessionStoreError, SqliteStore};
+use session_store::blocking::SqliteStore;
+use session_store::{Durability, OpenOptions, SCHEMA_VERSION, SessionStoreError};
 
 /// One event of every kind the store meets, including fields it does not model.
 fn every_kind() -> Vec<Event> {

@@ -48,18 +48,18 @@ fn large_request() -> SummaryRequest {
         ));
     }
     let synthesis: String = synthesis.chars().take(30_000).collect();
-    SummaryRequest {
-        model: common::MODEL.into(),
-        prompt: String::new(),
-        previous_summary: None,
-        new_turns_text: String::new(),
-        turns: vec![TurnDigest {
+    SummaryRequest::new(
+        common::MODEL,
+        String::new(),
+        None,
+        String::new(),
+        vec![TurnDigest {
             invocation_id: "inv-1".into(),
             user: "What do the cycling studies show?".into(),
             assistant: "Most cells keep more than 80 % of capacity after 1,000 cycles.".into(),
             tool_outputs: vec![synthesis],
         }],
-    }
+    )
 }
 
 fn benches(c: &mut Criterion) {

@@ -108,15 +108,15 @@ impl ChatSummarizer {
     ) -> Result<ChatSummarizer, SummarizerError> {
         let client = JsonClient::new(config.timeout())?;
         let model = wire_model(&config.base_url, model);
-        let info = ModelInfo {
-            system: if is_openrouter(&config.base_url) {
-                "openrouter".into()
+        let info = ModelInfo::new(
+            if is_openrouter(&config.base_url) {
+                "openrouter"
             } else {
-                "openai".into()
+                "openai"
             },
-            provider: decision_client::http::host_of(&config.base_url),
-            model: model.clone(),
-        };
+            decision_client::http::host_of(&config.base_url),
+            model.clone(),
+        );
         Ok(ChatSummarizer {
             client,
             base_url: config.base_url.clone(),
@@ -231,15 +231,20 @@ impl ChatSummarizer {
                 source_name: url.clone(),
             });
         }
-        let usage = body.get("usage").map(|u| TokenUsage {
-            input: u.get("prompt_tokens").and_then(Value::as_u64),
-            output: u.get("completion_tokens").and_then(Value::as_u64),
+        let usage = body.get("usage").map(|u| {
+            TokenUsage::new(
+                u.get("prompt_tokens").and_then(Value::as_u64),
+                u.get("completion_tokens").and_then(Value::as_u64),
+            )
         });
-        Ok(Summary {
-            text: text.to_owned(),
-            served_model: body.get("model").and_then(Value::as_str).map(str::to_owned),
-            usage,
-        })
+        let mut summary = Summary::new(text);
+        if let Some(model) = body.get("model").and_then(Value::as_str) {
+            summary = summary.with_served_model(model);
+        }
+        if let Some(usage) = usage {
+            summary = summary.with_usage(usage);
+        }
+        Ok(summary)
     }
 }
 
@@ -254,8 +259,10 @@ impl Summarizer for ChatSummarizer {
             .client
             .post_json(&self.url, self.key.as_ref(), &self.body(request))
             .await
-            .map_err(SummarizerError::from)?;
-        let summary = self.parse(&response.body)?;
+            .map_err(|e| SummarizerError::from(e).into_adapter_error())?;
+        let summary = self
+            .parse(&response.body)
+            .map_err(SummarizerError::into_adapter_error)?;
         tracing::debug!(
             model = %self.model,
             served_model = summary.served_model.as_deref().unwrap_or(""),

@@ -52,3 +52,23 @@ pub enum SummarizerError {
         reason: String,
     },
 }
+
+impl SummarizerError {
+    /// What kind of failure this is, for the engine's outcome.
+    pub fn failure_kind(&self) -> compaction_core::FailureKind {
+        use compaction_core::FailureKind;
+        match self {
+            SummarizerError::Http(e) => e.failure_kind(),
+            SummarizerError::Upstream { .. }
+            | SummarizerError::Malformed { .. }
+            | SummarizerError::Truncated { .. } => FailureKind::InvalidReply,
+            SummarizerError::EmptySummary { .. } => FailureKind::RejectedSummary,
+            SummarizerError::Refused { .. } => FailureKind::Refused,
+        }
+    }
+
+    /// Boxes the error for the port, classified with [`SummarizerError::failure_kind`].
+    pub fn into_adapter_error(self) -> compaction_core::AdapterError {
+        compaction_core::classified(self.failure_kind(), self)
+    }
+}

@@ -181,9 +181,10 @@ impl<S: Summarizer> Summarizer for WithCitationLedger<S> {
         let mut summary = self.inner.summarize(request).await?;
         // A summary that is only carried-forward sources is no summary: nothing is written.
         if summary.text.trim().is_empty() {
-            return Err(Box::new(SummarizerError::EmptySummary {
+            return Err(SummarizerError::EmptySummary {
                 source_name: self.inner.info().model,
-            }));
+            }
+            .into_adapter_error());
         }
         let ledger = CitationLedger::from_request(request);
         let missing = ledger.missing_from(&summary.text).len();

@@ -28,19 +28,19 @@
 //! let selected = build_summarizer(&settings, &SummarizerConfig::default(), |_| None).unwrap();
 //! assert_eq!(selected.reason, "offline extractive summarizer: OPENROUTER_API_KEY is not set");
 //!
-//! let request = SummaryRequest {
-//!     model: settings.summarizer_model.clone(),
-//!     prompt: String::new(),
-//!     previous_summary: None,
-//!     new_turns_text: String::new(),
-//!     turns: vec![TurnDigest {
+//! let request = SummaryRequest::new(
+//!     settings.summarizer_model.clone(),
+//!     String::new(),
+//!     None,
+//!     String::new(),
+//!     vec![TurnDigest {
 //!         invocation_id: "inv-1".into(),
 //!         user: "How much do silicon anodes swell?".into(),
 //!         assistant: "Silicon expands by about 300 % on lithiation (Obrovac & Chevrier, 2014).".into(),
 //!         tool_outputs: vec!["# Cited Sources\n1. Obrovac, M. N.; Chevrier, V. L. Alloy Negative \
 //!             Electrodes for Li-Ion Batteries. Chem. Rev. 2014. doi:10.1021/cr500207g".into()],
 //!     }],
-//! };
+//! );
 //! let summary = tokio::runtime::Runtime::new()
 //!     .unwrap()
 //!     .block_on(selected.summarizer.summarize(&request))

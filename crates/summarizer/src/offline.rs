@@ -363,19 +363,11 @@ fn parse_previous(previous: &str) -> Vec<Topic> {
 #[async_trait]
 impl Summarizer for OfflineSummarizer {
     fn info(&self) -> ModelInfo {
-        ModelInfo {
-            system: "offline".into(),
-            provider: "local".into(),
-            model: MODEL_NAME.into(),
-        }
+        ModelInfo::new("offline", "local", MODEL_NAME)
     }
 
     async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, AdapterError> {
-        Ok(Summary {
-            text: self.consolidate(request),
-            served_model: Some(MODEL_NAME.into()),
-            usage: None,
-        })
+        Ok(Summary::new(self.consolidate(request)).with_served_model(MODEL_NAME))
     }
 }
 
@@ -384,13 +376,13 @@ mod tests {
     use super::*;
 
     fn request(previous: &str, turns: Vec<TurnDigest>) -> SummaryRequest {
-        SummaryRequest {
-            model: String::new(),
-            prompt: String::new(),
-            previous_summary: Some(previous.to_owned()),
-            new_turns_text: String::new(),
+        SummaryRequest::new(
+            String::new(),
+            String::new(),
+            Some(previous.to_owned()),
+            String::new(),
             turns,
-        }
+        )
     }
 
     #[test]
@@ -435,9 +427,10 @@ mod tests {
             tool_outputs: vec![format!("Evidence: the cell kept {i}5 % after 200 cycles.")],
         };
         let turns: Vec<TurnDigest> = (1..=6).map(turn).collect();
-        let full = OfflineSummarizer::new(100_000).consolidate(&SummaryRequest {
-            previous_summary: None,
-            ..request("", turns.clone())
+        let full = OfflineSummarizer::new(100_000).consolidate(&{
+            let mut r = request("", turns.clone());
+            r.previous_summary = None;
+            r
         });
         // A bound that fits one line per topic but not two.
         let bound = full
@@ -447,9 +440,10 @@ mod tests {
             .sum::<usize>()
             + 6 * 60
             + NOTE_RESERVE;
-        let text = OfflineSummarizer::new(bound).consolidate(&SummaryRequest {
-            previous_summary: None,
-            ..request("", turns)
+        let text = OfflineSummarizer::new(bound).consolidate(&{
+            let mut r = request("", turns);
+            r.previous_summary = None;
+            r
         });
         for i in 1..=6 {
             let topic = text
@@ -476,9 +470,10 @@ mod tests {
             tool_outputs: Vec::new(),
         };
         let offline = OfflineSummarizer::new(8000);
-        let first = offline.consolidate(&SummaryRequest {
-            previous_summary: None,
-            ..request("", vec![turn("first question")])
+        let first = offline.consolidate(&{
+            let mut r = request("", vec![turn("first question")]);
+            r.previous_summary = None;
+            r
         });
         let second = offline.consolidate(&request(&first, vec![turn("second question")]));
         let third = offline.consolidate(&request(&second, vec![turn("third question")]));

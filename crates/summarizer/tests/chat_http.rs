@@ -72,7 +72,7 @@ async fn failure(template: ResponseTemplate) -> SummarizerError {
     let message = err.to_string();
     assert!(!message.contains(SECRET), "{message}");
     assert!(!format!("{err:?}").contains(SECRET));
-    match err.downcast::<SummarizerError>() {
+    match compaction_core::failure::unclassified(err).downcast::<SummarizerError>() {
         Ok(e) => *e,
         Err(other) => panic!("not a SummarizerError: {other}"),
     }
@@ -107,13 +107,7 @@ async fn success_sends_the_exact_request_and_returns_summary_usage_and_model() {
     assert_eq!(body, chat.request_body(&request));
     insta::assert_json_snapshot!("chat_request_body", body);
 
-    assert_eq!(
-        summary.usage,
-        Some(TokenUsage {
-            input: Some(4210),
-            output: Some(320)
-        })
-    );
+    assert_eq!(summary.usage, Some(TokenUsage::new(Some(4210), Some(320))));
     assert_eq!(
         summary.served_model.as_deref(),
         Some("nvidia/nemotron-3.5-lightning:free")
@@ -186,7 +180,9 @@ async fn a_slow_answer_times_out_at_the_configured_timeout() {
     let chat = ChatSummarizer::new(&config(&server, 1), MODEL, Some(ApiKey::new(SECRET)))
         .expect("client builds");
     let err = chat.summarize(&request()).await.expect_err("times out");
-    let err = err.downcast::<SummarizerError>().expect("typed");
+    let err = compaction_core::failure::unclassified(err)
+        .downcast::<SummarizerError>()
+        .expect("typed");
     assert!(
         matches!(
             *err,

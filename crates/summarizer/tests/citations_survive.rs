@@ -273,11 +273,7 @@ impl DroppingModel {
 #[async_trait::async_trait]
 impl Summarizer for DroppingModel {
     fn info(&self) -> ModelInfo {
-        ModelInfo {
-            system: "test".into(),
-            provider: "in-memory".into(),
-            model: "dropping-model".into(),
-        }
+        ModelInfo::new("test", "in-memory", "dropping-model")
     }
 
     async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, AdapterError> {
@@ -299,11 +295,7 @@ impl Summarizer for DroppingModel {
             out.push_str(&line);
             out.push('\n');
         }
-        Ok(Summary {
-            text: out,
-            served_model: None,
-            usage: None,
-        })
+        Ok(Summary::new(out))
     }
 }
 

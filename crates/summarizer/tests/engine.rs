@@ -144,7 +144,12 @@ async fn a_truncated_chat_reply_writes_nothing() {
     let outcome = engine.evaluate_and_compact(&key()).await;
     match &outcome {
         Outcome::SummarizerFailed { failure, .. } => {
-            assert!(failure.contains("finish_reason \"length\""), "{failure}");
+            // A truncated reply is an invalid reply, and the outcome says so by kind.
+            assert_eq!(failure.kind(), compaction_core::FailureKind::InvalidReply);
+            assert!(
+                failure.message().contains("finish_reason \"length\""),
+                "{failure}"
+            );
         }
         other => panic!("{other:?}"),
     }

@@ -25,11 +25,7 @@ fn bench(c: &mut Criterion) {
     let provider = SdkTracerProvider::builder().build();
     let telemetry =
         OpenInferenceTelemetry::new(provider.tracer("bench"), TelemetryConfig::default());
-    let model = ModelInfo {
-        system: "typesafe".into(),
-        provider: "typesafe".into(),
-        model: "jev-latest".into(),
-    };
+    let model = ModelInfo::new("typesafe", "typesafe", "jev-latest");
     // The decision state's default budget is 500 tokens: about 375 words.
     let request = ProbeRequest::new(
         "jev-latest",
@@ -38,65 +34,45 @@ fn bench(c: &mut Criterion) {
             latest_turn: prose(75),
         },
     );
-    let answer = DecisionAnswer {
-        probability: 0.82,
-        served_model: Some("jev-1.13.0".into()),
-        usage: Some(TokenUsage {
-            input: Some(412),
-            output: Some(2),
-        }),
-    };
+    let answer = DecisionAnswer::new(0.82)
+        .with_served_model("jev-1.13.0")
+        .with_usage(TokenUsage::new(Some(412), Some(2)));
     c.bench_function("probe_span_start_finish", |b| {
         b.iter(|| {
-            let span = telemetry.start_probe(&ProbeStart {
-                model: &model,
-                request: black_box(&request),
-                threshold: 0.75,
-                completed_turns: 4,
-                prompt_tokens: 38_400,
-            });
-            span.finish(&ProbeEnd {
-                probability: Probability::new(0.82).ok(),
-                verdict: Verdict::Compress,
-                answer: Some(&answer),
-                failure: None,
-            });
+            let span = telemetry.start_probe(&ProbeStart::new(
+                &model,
+                black_box(&request),
+                0.75,
+                4,
+                38_400,
+            ));
+            span.finish(&ProbeEnd::new(
+                Probability::new(0.82).ok(),
+                Verdict::Compress,
+                Some(&answer),
+                None,
+            ));
         });
     });
 
     // A summarizer prompt of about 16 KB and a 2 KB summary.
-    let summary_request = SummaryRequest {
-        model: "nemotron".into(),
-        prompt: prose(3_000),
-        previous_summary: None,
-        new_turns_text: String::new(),
-        turns: Vec::new(),
-    };
-    let summary = Summary {
-        text: prose(300),
-        served_model: None,
-        usage: Some(TokenUsage {
-            input: Some(4210),
-            output: Some(320),
-        }),
-    };
+    let summary_request =
+        SummaryRequest::new("nemotron", prose(3_000), None, String::new(), Vec::new());
+    let summary = Summary::new(prose(300)).with_usage(TokenUsage::new(Some(4210), Some(320)));
     let range = (
         Timestamp::new(1_700_000_000.0).unwrap_or(Timestamp::EPOCH),
         Timestamp::new(1_700_000_900.0).unwrap_or(Timestamp::EPOCH),
     );
     c.bench_function("summarize_span_start_finish_16kb", |b| {
         b.iter(|| {
-            let span = telemetry.start_summarize(&SummarizeStart {
-                model: &model,
-                request: black_box(&summary_request),
+            let span = telemetry.start_summarize(&SummarizeStart::new(
+                &model,
+                black_box(&summary_request),
                 range,
-                slice_turns: 12,
-                forced: false,
-            });
-            span.finish(&SummarizeEnd {
-                summary: Some(&summary),
-                failure: None,
-            });
+                12,
+                false,
+            ));
+            span.finish(&SummarizeEnd::new(Some(&summary), None));
         });
     });
 

@@ -40,16 +40,16 @@
 //! let telemetry = OpenInferenceTelemetry::new(provider.tracer("example"), TelemetryConfig::default());
 //!
 //! // The engine drives the port; here by hand.
-//! let model = compaction_core::ModelInfo { system: "typesafe".into(), provider: "typesafe".into(), model: "jev-latest".into() };
+//! let model = compaction_core::ModelInfo::new("typesafe", "typesafe", "jev-latest");
 //! let state = compaction_core::DecisionState { earlier_discussion: "…".into(), latest_turn: "…".into() };
 //! let request = compaction_core::ProbeRequest::new("jev-latest", state);
-//! let span = telemetry.start_probe(&compaction_core::ProbeStart {
-//!     model: &model, request: &request, threshold: 0.75, completed_turns: 4, prompt_tokens: 38_400,
-//! });
-//! span.finish(&compaction_core::ProbeEnd {
-//!     probability: compaction_core::Probability::new(0.82).ok(),
-//!     verdict: compaction_core::Verdict::Compress, answer: None, failure: None,
-//! });
+//! let span = telemetry.start_probe(&compaction_core::ProbeStart::new(&model, &request, 0.75, 4, 38_400));
+//! span.finish(&compaction_core::ProbeEnd::new(
+//!     compaction_core::Probability::new(0.82).ok(),
+//!     compaction_core::Verdict::Compress,
+//!     None,
+//!     None,
+//! ));
 //!
 //! let spans = exporter.get_finished_spans().unwrap();
 //! assert_eq!(spans[0].name, "compaction_decision_probe");

@@ -256,7 +256,7 @@ impl ProbeSpan for OpenProbe {
         );
         let mut span = self.span;
         span.set_attributes(attributes);
-        end(span, end_.failure);
+        end(span, end_.failure.map(compaction_core::Failure::message));
     }
 }
 
@@ -299,6 +299,6 @@ impl SummarizeSpan for OpenSummarize {
         }
         let mut span = self.span;
         span.set_attributes(attributes);
-        end(span, end_.failure);
+        end(span, end_.failure.map(compaction_core::Failure::message));
     }
 }

@@ -29,11 +29,7 @@ fn record_a_turn(guard: &TelemetryGuard) {
         // Log lines and trace-level spans stay local: only INFO spans are exported.
         tracing::warn!("{LOG_LINE}");
         let _noise = tracing::trace_span!("h2_frame").entered();
-        let model = ModelInfo {
-            system: "typesafe".into(),
-            provider: "typesafe".into(),
-            model: "jev-latest".into(),
-        };
+        let model = ModelInfo::new("typesafe", "typesafe", "jev-latest");
         let request = ProbeRequest::new(
             "jev-latest",
             DecisionState {
@@ -41,54 +37,36 @@ fn record_a_turn(guard: &TelemetryGuard) {
                 latest_turn: "Now tokenizers.".into(),
             },
         );
-        let probe = telemetry.start_probe(&ProbeStart {
-            model: &model,
-            request: &request,
-            threshold: 0.75,
-            completed_turns: 4,
-            prompt_tokens: 38_400,
-        });
-        probe.finish(&ProbeEnd {
-            probability: Probability::new(0.82).ok(),
-            verdict: Verdict::Compress,
-            answer: Some(&DecisionAnswer {
-                probability: 0.82,
-                served_model: Some("jev-1.13.0".into()),
-                usage: Some(TokenUsage {
-                    input: Some(412),
-                    output: Some(2),
-                }),
-            }),
-            failure: None,
-        });
-        let summary_request = SummaryRequest {
-            model: "nemotron".into(),
-            prompt: "Existing Conversation Summary: …".into(),
-            previous_summary: None,
-            new_turns_text: "…".into(),
-            turns: Vec::new(),
-        };
-        let summarize = telemetry.start_summarize(&SummarizeStart {
-            model: &model,
-            request: &summary_request,
-            range: (
+        let probe = telemetry.start_probe(&ProbeStart::new(&model, &request, 0.75, 4, 38_400));
+        let answer = DecisionAnswer::new(0.82)
+            .with_served_model("jev-1.13.0")
+            .with_usage(TokenUsage::new(Some(412), Some(2)));
+        probe.finish(&ProbeEnd::new(
+            Probability::new(0.82).ok(),
+            Verdict::Compress,
+            Some(&answer),
+            None,
+        ));
+        let summary_request = SummaryRequest::new(
+            "nemotron",
+            "Existing Conversation Summary: …",
+            None,
+            "…",
+            Vec::new(),
+        );
+        let summarize = telemetry.start_summarize(&SummarizeStart::new(
+            &model,
+            &summary_request,
+            (
                 Timestamp::new(1_700_000_000.0).unwrap(),
                 Timestamp::new(1_700_000_007.0).unwrap(),
             ),
-            slice_turns: 4,
-            forced: false,
-        });
-        summarize.finish(&SummarizeEnd {
-            summary: Some(&Summary {
-                text: "## Comprehensive Conversation Summary".into(),
-                served_model: None,
-                usage: Some(TokenUsage {
-                    input: Some(4210),
-                    output: Some(320),
-                }),
-            }),
-            failure: None,
-        });
+            4,
+            false,
+        ));
+        let summary = Summary::new("## Comprehensive Conversation Summary")
+            .with_usage(TokenUsage::new(Some(4210), Some(320)));
+        summarize.finish(&SummarizeEnd::new(Some(&summary), None));
     });
 }
 

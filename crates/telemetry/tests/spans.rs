@@ -10,9 +10,9 @@ use compaction_core::testing::{
     SteppingClock,
 };
 use compaction_core::{
-    DecisionAnswer, DecisionModel, DecisionState, Engine, ModelInfo, Outcome, Probability,
-    ProbeEnd, ProbeRequest, ProbeStart, Revision, Session, SessionKey, Summarizer, Telemetry,
-    TokenUsage, Verdict,
+    DecisionAnswer, DecisionModel, DecisionState, Engine, Failure, FailureKind, ModelInfo, Outcome,
+    Probability, ProbeEnd, ProbeRequest, ProbeStart, Revision, Session, SessionKey, Summarizer,
+    Telemetry, TokenUsage, Verdict,
 };
 use opentelemetry::trace::{
     Span as _, SpanId, Status, TraceContextExt, Tracer as _, TracerProvider as _,
@@ -532,11 +532,7 @@ fn without_a_tracing_span_the_opentelemetry_context_is_the_parent() {
 }
 
 fn model() -> ModelInfo {
-    ModelInfo {
-        system: "typesafe".into(),
-        provider: "typesafe".into(),
-        model: "jev-latest".into(),
-    }
+    ModelInfo::new("typesafe", "typesafe", "jev-latest")
 }
 
 /// Opens and finishes one probe span through the port, as the engine would.
@@ -552,24 +548,21 @@ fn probe_by_hand(
             latest_turn: "Now: which tokenizer?".into(),
         },
     );
-    let span = telemetry.start_probe(&ProbeStart {
-        model: &model(),
-        request: &request,
-        threshold: 0.75,
-        completed_turns: 4,
-        prompt_tokens: 38_400,
-    });
+    let span = telemetry.start_probe(&ProbeStart::new(&model(), &request, 0.75, 4, 38_400));
     let probability = answer.and_then(|a| Probability::new(a.probability).ok());
     let verdict = match probability {
         Some(p) => compaction_core::verdict(p, 0.75),
         None => Verdict::Continue,
     };
-    span.finish(&ProbeEnd {
+    let failure = failure
+        .or(probability.is_none().then_some("no answer"))
+        .map(|f| Failure::new(FailureKind::Other, f));
+    span.finish(&ProbeEnd::new(
         probability,
         verdict,
         answer,
-        failure: failure.or(probability.is_none().then_some("no answer")),
-    });
+        failure.as_ref(),
+    ));
 }
 
 #[test]
@@ -579,19 +572,10 @@ fn the_served_model_names_the_decision_model_and_reported_tokens_are_recorded() 
         .with_simple_exporter(exporter.clone())
         .build();
     let telemetry = OpenInferenceTelemetry::new(provider.tracer("t"), TelemetryConfig::default());
-    let served = DecisionAnswer {
-        probability: 0.93,
-        served_model: Some("jev-1.13.0".into()),
-        usage: Some(TokenUsage {
-            input: Some(412),
-            output: Some(2),
-        }),
-    };
-    let unreported = DecisionAnswer {
-        probability: 0.2,
-        served_model: None,
-        usage: None,
-    };
+    let served = DecisionAnswer::new(0.93)
+        .with_served_model("jev-1.13.0")
+        .with_usage(TokenUsage::new(Some(412), Some(2)));
+    let unreported = DecisionAnswer::new(0.2);
     probe_by_hand(&telemetry, Some(&served), None);
     probe_by_hand(&telemetry, Some(&unreported), None);
     let spans = exporter.get_finished_spans().unwrap();
@@ -634,7 +618,7 @@ fn answers() -> impl Strategy<Value = Option<DecisionAnswer>> {
             proptest::option::of(0u64..u64::MAX),
             proptest::option::of(0u64..10),
         )
-            .prop_map(|(input, output)| TokenUsage { input, output }),
+            .prop_map(|(input, output)| TokenUsage::new(input, output)),
     );
     proptest::option::of(
         (
@@ -642,10 +626,15 @@ fn answers() -> impl Strategy<Value = Option<DecisionAnswer>> {
             proptest::option::of(proptest::sample::select(vec!["jev-latest", "jev-1.13.0"])),
             usage,
         )
-            .prop_map(|(probability, served, usage)| DecisionAnswer {
-                probability,
-                served_model: served.map(str::to_owned),
-                usage,
+            .prop_map(|(probability, served, usage)| {
+                let mut answer = DecisionAnswer::new(probability);
+                if let Some(served) = served {
+                    answer = answer.with_served_model(served);
+                }
+                if let Some(usage) = usage {
+                    answer = answer.with_usage(usage);
+                }
+                answer
             }),
     )
 }

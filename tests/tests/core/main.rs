@@ -4,7 +4,9 @@
 //! - `properties`: proptest invariants over generated sessions and settings.
 //! - `snapshots`: what a model or a person sees (probe body, summarizer prompt, context).
 //! - `races`: the session changing between the gate and the read.
+//! - `contract`: what a consuming service relies on (timestamps, typed failures, deadlines).
 
+mod contract;
 mod fixtures;
 mod properties;
 mod races;

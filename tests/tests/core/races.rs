@@ -7,8 +7,8 @@ use compaction_core::testing::{
     InMemoryStore, RecordingSummarizer, ScriptedDecisionModel, SequentialIds, SteppingClock,
 };
 use compaction_core::{
-    ContinueReason, Engine, Event, GateInput, GateSnapshot, Outcome, Revision, Session, SessionKey,
-    SessionStore, StoreError,
+    ContinueReason, Engine, Event, FailureKind, GateInput, GateSnapshot, Outcome, Revision,
+    Session, SessionKey, SessionStore, StoreError,
 };
 
 use crate::fixtures::key;
@@ -19,19 +19,27 @@ struct StaleGate(InMemoryStore);
 
 #[async_trait]
 impl SessionStore for StaleGate {
+    async fn create_session(
+        &self,
+        key: &SessionKey,
+        state: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Session, StoreError> {
+        self.0.create_session(key, state).await
+    }
+
     async fn load(&self, key: &SessionKey) -> Result<Session, StoreError> {
         self.0.load(key).await
     }
 
     async fn gate_snapshot(&self, key: &SessionKey) -> Result<GateSnapshot, StoreError> {
         let revision = self.0.load(key).await?.revision;
-        Ok(GateSnapshot {
-            input: GateInput {
+        Ok(GateSnapshot::new(
+            GateInput {
                 completed_turns_since_compaction: 6,
                 coordinator_prompt_tokens: Some(60_000),
             },
             revision,
-        })
+        ))
     }
 
     async fn append(
@@ -70,7 +78,8 @@ async fn a_gate_that_opened_on_turns_now_gone_makes_no_call() {
         matches!(
             &outcome,
             Outcome::Continue(ContinueReason::ProbeFailed { failure })
-                if failure.contains("no call made")
+                if failure.kind() == FailureKind::NothingToShow
+                    && failure.message().contains("no call made")
         ),
         "{outcome:?}"
     );

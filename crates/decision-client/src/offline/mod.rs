@@ -358,19 +358,11 @@ pub struct OfflineLexical;
 #[async_trait]
 impl DecisionModel for OfflineLexical {
     fn info(&self) -> ModelInfo {
-        ModelInfo {
-            system: "offline".to_owned(),
-            provider: "local".to_owned(),
-            model: MODEL_NAME.to_owned(),
-        }
+        ModelInfo::new("offline", "local", MODEL_NAME.to_owned())
     }
 
     async fn decide(&self, request: &ProbeRequest) -> Result<DecisionAnswer, AdapterError> {
-        Ok(DecisionAnswer {
-            probability: probability(&request.state),
-            served_model: Some(MODEL_NAME.to_owned()),
-            usage: None,
-        })
+        Ok(DecisionAnswer::new(probability(&request.state)).with_served_model(MODEL_NAME))
     }
 }
 

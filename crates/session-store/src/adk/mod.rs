@@ -40,9 +40,8 @@
 
 mod detect;
 mod schema;
-mod store;
+pub(crate) mod store;
 
 pub(crate) use detect::foreign_schema;
 pub use detect::{Layout, detect_layout};
 pub use schema::AdkFlavor;
-pub use store::AdkStore;

@@ -541,10 +541,7 @@ impl AdkStore {
         let (tail, prompt_tokens) = self.read_live_tail(key)?;
         let mut input = gate_input(&tail.events);
         input.coordinator_prompt_tokens = prompt_tokens;
-        Ok(GateSnapshot {
-            input,
-            revision: tail.revision,
-        })
+        Ok(GateSnapshot::new(input, tail.revision))
     }
 
     /// The event at `position` (from 0, in ADK's order) does not parse.
@@ -670,16 +667,15 @@ impl AdkStore {
                 actual,
             });
         }
+        // ADK's update_time is its latest event's timestamp, so this is the port's rule
+        // (timestamps strictly increase), applied to every event as ADK needs it.
         if new_micros <= 0 || new_micros.unsigned_abs() <= actual.0 {
-            return Err(SessionStoreError::AdkUnsupportedEvent {
+            return Err(SessionStoreError::NonIncreasingTimestamp {
                 path: self.inner.path.clone(),
                 key: Box::new(key.clone()),
                 event_id: event.id.clone(),
-                reason: format!(
-                    "its timestamp ({} µs) is not after the session's update_time ({} µs); \
-                     ADK would not see that the session moved on",
-                    new_micros, actual.0
-                ),
+                latest: Timestamp::new(actual.0 as f64 / 1e6).unwrap_or(Timestamp::EPOCH),
+                offered: event.timestamp,
             });
         }
         let time = self.time_value(new_micros, seconds);

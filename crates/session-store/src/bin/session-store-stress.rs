@@ -13,7 +13,8 @@ use std::io::{BufRead, Write};
 use compaction_core::{
     Content, Event, EventCompaction, FunctionCall, Part, Revision, SessionKey, Timestamp,
 };
-use session_store::{SessionStoreError, SqliteStore};
+use session_store::SessionStoreError;
+use session_store::blocking::SqliteStore;
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().collect();

@@ -4,7 +4,8 @@
 use compaction_core::testing::EventFactory;
 use compaction_core::{Event, SessionKey, Timestamp};
 use proptest::prelude::*;
-use session_store::{Durability, OpenOptions, SqliteStore};
+use session_store::blocking::SqliteStore;
+use session_store::{Durability, OpenOptions};
 use tempfile::TempDir;
 
 /// A store in a fresh temp dir (kept alive by the returned guard).

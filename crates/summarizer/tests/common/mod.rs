@@ -72,13 +72,13 @@ impl Conversation {
     /// The request the engine would send now, with its plan.
     pub fn request(&self) -> (SummaryRequest, CompactionPlan) {
         let plan = plan_compaction(&self.events, 0).expect("there are turns to fold");
-        let request = SummaryRequest {
-            model: MODEL.to_owned(),
-            prompt: plan.summarizer_prompt(),
-            previous_summary: plan.previous.as_ref().map(|p| p.summary.clone()),
-            new_turns_text: plan.new_turns_text(),
-            turns: plan.turns.clone(),
-        };
+        let request = SummaryRequest::new(
+            MODEL.to_owned(),
+            plan.summarizer_prompt(),
+            plan.previous.as_ref().map(|p| p.summary.clone()),
+            plan.new_turns_text(),
+            plan.turns.clone(),
+        );
         (request, plan)
     }
 
