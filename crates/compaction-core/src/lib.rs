@@ -31,6 +31,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod builder;
 pub mod context;
 pub mod engine;
 pub mod estimate;
@@ -52,6 +53,7 @@ pub mod testing;
 /// The `async_trait` attribute the ports are declared with, re-exported so that an adapter
 /// crate needs no dependency of its own to implement them.
 pub use async_trait::async_trait;
+pub use builder::EventBuilder;
 pub use context::{
     AssembledContext, CompactionEntry, ContextEntry, LiveSummary, assemble_context,
     compaction_history, live_tail, live_tail_positions, subsumed_compaction_ids,
