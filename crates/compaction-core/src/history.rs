@@ -179,6 +179,29 @@ pub fn completed_turns<'a>(events: &[&'a Event]) -> Vec<Turn<'a>> {
         .collect()
 }
 
+/// The timestamp an append is checked against: that of the latest unscoped, non-compaction
+/// event of the coordinator view (rewinds applied), if any.
+pub fn latest_view_timestamp(events: &[Event]) -> Option<crate::Timestamp> {
+    coordinator_view(events)
+        .into_iter()
+        .rev()
+        .find(|e| e.compaction().is_none())
+        .map(|e| e.timestamp)
+}
+
+/// Whether `event` may follow a coordinator view whose latest timestamp is `latest` (see
+/// [`latest_view_timestamp`]): an unscoped, non-compaction event must be stamped strictly
+/// after it, since a compaction's coverage is by timestamp and a tie would put a retained
+/// turn inside a summary's range. Scoped events (never shown to the coordinator) and
+/// compaction events (whose own timestamp covers nothing) are not checked. Every store
+/// applies this rule on append; [`crate::Clock`] states it for hosts.
+pub fn timestamp_may_follow(latest: Option<crate::Timestamp>, event: &Event) -> bool {
+    let checked = event.is_unscoped()
+        && event.compaction().is_none()
+        && event.actions.rewind_before_invocation_id.is_none();
+    !checked || latest.is_none_or(|latest| event.timestamp > latest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,27 +375,4 @@ mod tests {
         assert_eq!(t[0].user_query(), "q");
         let _ = Content::default();
     }
-}
-
-/// The timestamp an append is checked against: that of the latest unscoped, non-compaction
-/// event of the coordinator view (rewinds applied), if any.
-pub fn latest_view_timestamp(events: &[Event]) -> Option<crate::Timestamp> {
-    coordinator_view(events)
-        .into_iter()
-        .rev()
-        .find(|e| e.compaction().is_none())
-        .map(|e| e.timestamp)
-}
-
-/// Whether `event` may follow a coordinator view whose latest timestamp is `latest` (see
-/// [`latest_view_timestamp`]): an unscoped, non-compaction event must be stamped strictly
-/// after it, since a compaction's coverage is by timestamp and a tie would put a retained
-/// turn inside a summary's range. Scoped events (never shown to the coordinator) and
-/// compaction events (whose own timestamp covers nothing) are not checked. Every store
-/// applies this rule on append; [`crate::Clock`] states it for hosts.
-pub fn timestamp_may_follow(latest: Option<crate::Timestamp>, event: &Event) -> bool {
-    let checked = event.is_unscoped()
-        && event.compaction().is_none()
-        && event.actions.rewind_before_invocation_id.is_none();
-    !checked || latest.is_none_or(|latest| event.timestamp > latest)
 }
