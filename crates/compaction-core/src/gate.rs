@@ -2,7 +2,7 @@
 
 use crate::context::live_compaction_index;
 use crate::event::Event;
-use crate::history::{completed_turns, coordinator_view};
+use crate::history::coordinator_view;
 use crate::settings::EffectiveSettings;
 
 /// What the gate needs to know about a session: two numbers a store can keep in one row.
@@ -112,8 +112,13 @@ pub fn gate_input(events: &[Event]) -> GateInput {
         Some(i) => &view[i + 1..],
         None => &view[..],
     };
+    let mut tracker = crate::history::TurnTracker::default();
+    for event in since {
+        tracker.observe(event);
+    }
     GateInput {
-        completed_turns_since_compaction: completed_turns(since).len(),
+        completed_turns_since_compaction: usize::try_from(tracker.completed())
+            .unwrap_or(usize::MAX),
         coordinator_prompt_tokens: coordinator_prompt_tokens(view.iter().copied()),
     }
 }

@@ -202,6 +202,83 @@ pub fn timestamp_may_follow(latest: Option<crate::Timestamp>, event: &Event) -> 
     !checked || latest.is_none_or(|latest| event.timestamp > latest)
 }
 
+/// Where the newest turn of the view stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OpenTurn {
+    /// No turn has started since the live compaction.
+    #[default]
+    None,
+    /// A turn is open and not (yet) completed.
+    Open,
+    /// A turn is open and its last non-partial event is a final text answer.
+    Completed,
+}
+
+impl OpenTurn {
+    /// A stable code for persistence (0 none, 1 open, 2 completed).
+    pub fn code(self) -> i64 {
+        match self {
+            OpenTurn::None => 0,
+            OpenTurn::Open => 1,
+            OpenTurn::Completed => 2,
+        }
+    }
+
+    /// From [`OpenTurn::code`]; unknown values read as no open turn.
+    pub fn from_code(code: i64) -> Self {
+        match code {
+            1 => OpenTurn::Open,
+            2 => OpenTurn::Completed,
+            _ => OpenTurn::None,
+        }
+    }
+}
+
+/// Counts completed turns since the live compaction, one coordinator-view event at a time:
+/// the incremental form of [`completed_turns`] that [`crate::gate_input`] counts with and that a
+/// store persists (two columns) to keep its gate header current on append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TurnTracker {
+    /// Completed turns that are no longer the newest turn.
+    pub closed: u64,
+    /// The newest turn.
+    pub open: OpenTurn,
+}
+
+impl TurnTracker {
+    /// Completed turns since the live compaction.
+    pub fn completed(&self) -> u64 {
+        self.closed + u64::from(self.open == OpenTurn::Completed)
+    }
+
+    /// Follows one event appended to the coordinator view (unscoped, not a rewind). A
+    /// compaction event is no part of any turn; whether it resets the count is the caller's
+    /// call ([`TurnTracker::reset`]), since that depends on subsumption.
+    pub fn observe(&mut self, event: &Event) {
+        if event.compaction().is_some() {
+            return;
+        }
+        if starts_turn(event) {
+            self.closed += u64::from(self.open == OpenTurn::Completed);
+            self.open = OpenTurn::Open;
+            return;
+        }
+        if self.open == OpenTurn::None {
+            return;
+        }
+        self.open = match completion_evidence(event) {
+            None => return,
+            Some(true) => OpenTurn::Completed,
+            Some(false) => OpenTurn::Open,
+        };
+    }
+
+    /// A new live compaction was appended: nothing after it has been counted yet.
+    pub fn reset(&mut self) {
+        *self = TurnTracker::default();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,89 +16,19 @@
 //! - a compaction that becomes the live one resets the count: what follows it belongs to no
 //!   turn until the next turn start.
 //!
+//! The tracker is compaction-core's own ([`TurnTracker`]): `gate_input` counts with it too, so
+//! the store keeps the core's rule, never a copy of it.
+//!
 //! A rewind can drop or bring back any part of the view, so appending one recomputes the header
 //! from the whole history ([`Recomputed::from_history`]), using compaction-core's own functions.
 
 use std::collections::HashSet;
 
 use compaction_core::context::live_compaction_index;
-use compaction_core::history::{completion_evidence, starts_turn};
+#[cfg(test)]
+use compaction_core::history::OpenTurn;
+use compaction_core::history::TurnTracker;
 use compaction_core::{Event, apply_rewinds, coordinator_prompt_tokens, subsumed_compaction_ids};
-
-/// Where the newest turn of the view stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum OpenTurn {
-    /// No turn has started since the live compaction.
-    #[default]
-    None,
-    /// A turn is open and not (yet) completed.
-    Open,
-    /// A turn is open and its last non-partial event is a final text answer.
-    Completed,
-}
-
-impl OpenTurn {
-    /// The column value.
-    pub(crate) fn code(self) -> i64 {
-        match self {
-            OpenTurn::None => 0,
-            OpenTurn::Open => 1,
-            OpenTurn::Completed => 2,
-        }
-    }
-
-    /// From the column value; unknown values read as no open turn.
-    pub(crate) fn from_code(code: i64) -> Self {
-        match code {
-            1 => OpenTurn::Open,
-            2 => OpenTurn::Completed,
-            _ => OpenTurn::None,
-        }
-    }
-}
-
-/// Counts completed turns since the live compaction, one coordinator-view event at a time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct TurnTracker {
-    /// Completed turns that are no longer the newest turn.
-    pub(crate) closed: u64,
-    /// The newest turn.
-    pub(crate) open: OpenTurn,
-}
-
-impl TurnTracker {
-    /// Completed turns since the live compaction.
-    pub(crate) fn completed(&self) -> u64 {
-        self.closed + u64::from(self.open == OpenTurn::Completed)
-    }
-
-    /// Follows one event appended to the coordinator view (unscoped, not a rewind). A
-    /// compaction event is no part of any turn; whether it resets the count is the caller's
-    /// call ([`TurnTracker::reset`]), since that depends on subsumption.
-    pub(crate) fn observe(&mut self, event: &Event) {
-        if event.compaction().is_some() {
-            return;
-        }
-        if starts_turn(event) {
-            self.closed += u64::from(self.open == OpenTurn::Completed);
-            self.open = OpenTurn::Open;
-            return;
-        }
-        if self.open == OpenTurn::None {
-            return;
-        }
-        self.open = match completion_evidence(event) {
-            None => return,
-            Some(true) => OpenTurn::Completed,
-            Some(false) => OpenTurn::Open,
-        };
-    }
-
-    /// A new live compaction was appended: nothing after it has been counted yet.
-    pub(crate) fn reset(&mut self) {
-        *self = TurnTracker::default();
-    }
-}
 
 /// Everything the store derives from a whole history, computed with compaction-core's own
 /// functions: the slow path after a rewind, and the reference the incremental path must match.

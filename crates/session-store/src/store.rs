@@ -9,8 +9,8 @@ use rusqlite::{Connection, OptionalExtension, Transaction};
 use serde_json::{Map, Value};
 
 use crate::error::SessionStoreError;
-use crate::header::{OpenTurn, TurnTracker};
 use crate::schema::{self, Migration, SCHEMA_VERSION};
+use compaction_core::history::{OpenTurn, TurnTracker};
 
 /// How hard each commit is pushed to disk. The journal is always WAL.
 ///

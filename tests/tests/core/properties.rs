@@ -292,6 +292,27 @@ proptest! {
         );
     }
 
+    /// The incremental turn counter (what stores persist and `gate_input` counts with) agrees
+    /// with the whole-history definition after every event: the completed [`Turn`]s of the view
+    /// after the live compaction.
+    #[test]
+    fn the_turn_tracker_counts_what_completed_turns_lists(settings in settings(), steps in prop::collection::vec(step(), 1..28)) {
+        let (session, _) = replay(settings, &steps)?;
+        let events = &session.events;
+        for n in 0..=events.len() {
+            let view = coordinator_view(&events[..n]);
+            let since = match compaction_core::context::live_compaction_index(&view) {
+                Some(i) => &view[i + 1..],
+                None => &view[..],
+            };
+            let mut tracker = compaction_core::history::TurnTracker::default();
+            for event in since {
+                tracker.observe(event);
+            }
+            prop_assert_eq!(tracker.completed() as usize, compaction_core::completed_turns(since).len(), "after {} events", n);
+        }
+    }
+
     /// No scoped event reaches the decision state, the summarizer prompt or the context.
     #[test]
     fn scoped_events_never_leak(settings in settings(), steps in prop::collection::vec(step(), 1..28)) {
