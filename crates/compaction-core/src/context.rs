@@ -10,36 +10,88 @@ use crate::event::{Event, EventCompaction};
 use crate::history::{coordinator_positions, coordinator_view};
 use crate::time::Timestamp;
 
+/// A compaction of the coordinator view as a store indexes it: its position in append order
+/// and its range. The subsumption rule is stated once, on these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionRange {
+    /// Position in append order (a store's sequence number).
+    pub position: i64,
+    /// First covered timestamp.
+    pub start: Timestamp,
+    /// Last covered timestamp.
+    pub end: Timestamp,
+}
+
+impl CompactionRange {
+    fn of(position: usize, c: &EventCompaction) -> Self {
+        CompactionRange {
+            position: i64::try_from(position).unwrap_or(i64::MAX),
+            start: c.start_timestamp,
+            end: c.end_timestamp,
+        }
+    }
+
+    /// The rule: `self` subsumes `other` when its range contains `other`'s; of two identical
+    /// ranges, the later one (in append order) subsumes the earlier.
+    pub fn subsumes(&self, other: &CompactionRange) -> bool {
+        let contains = self.start <= other.start && other.end <= self.end;
+        let same = self.start == other.start && self.end == other.end;
+        self.position != other.position && contains && (!same || self.position > other.position)
+    }
+}
+
+/// What changes when `new` (appended after every compaction of `live_candidates`, the view's
+/// compactions that no other subsumes) joins the view: the positions it subsumes, and whether
+/// it is subsumed itself. Subsumption only grows on append, and containment is transitive, so
+/// the non-subsumed compactions are the only ones to look at: the incremental form of
+/// [`subsumed_compaction_ids`] that a store calls on append.
+pub fn subsumption_on_append(
+    live_candidates: &[CompactionRange],
+    new: CompactionRange,
+) -> (Vec<i64>, bool) {
+    let newly_subsumed = live_candidates
+        .iter()
+        .filter(|c| new.subsumes(c))
+        .map(|c| c.position)
+        .collect();
+    let subsumed = live_candidates.iter().any(|c| c.subsumes(&new));
+    (newly_subsumed, subsumed)
+}
+
+/// The live compaction among non-subsumed ones: the greatest end, ties to the later.
+pub fn live_among(non_subsumed: &[CompactionRange]) -> Option<CompactionRange> {
+    non_subsumed
+        .iter()
+        .copied()
+        .max_by(|a, b| a.end.cmp(&b.end).then(a.position.cmp(&b.position)))
+}
+
+/// The compactions of `view` (by index into `view`) as ranges.
+fn ranges(view: &[&Event]) -> Vec<CompactionRange> {
+    view.iter()
+        .enumerate()
+        .filter_map(|(i, e)| e.compaction().map(|c| CompactionRange::of(i, c)))
+        .collect()
+}
+
 /// For each compaction event of `view` (by index into `view`), whether it is subsumed.
 fn is_subsumed(view: &[&Event], index: usize) -> bool {
     let Some(me) = view[index].compaction() else {
         return false;
     };
-    view.iter().enumerate().any(|(j, other)| {
-        j != index
-            && other.compaction().is_some_and(|o| {
-                let same =
-                    o.start_timestamp == me.start_timestamp && o.end_timestamp == me.end_timestamp;
-                o.contains_range_of(me) && (!same || j > index)
-            })
-    })
+    let me = CompactionRange::of(index, me);
+    ranges(view).iter().any(|other| other.subsumes(&me))
 }
 
 /// Index (into `view`) of the live compaction event, if any.
 pub fn live_compaction_index(view: &[&Event]) -> Option<usize> {
-    let mut best: Option<(usize, Timestamp)> = None;
-    for (i, event) in view.iter().enumerate() {
-        let Some(c) = event.compaction() else {
-            continue;
-        };
-        if is_subsumed(view, i) {
-            continue;
-        }
-        if best.is_none_or(|(_, end)| c.end_timestamp >= end) {
-            best = Some((i, c.end_timestamp));
-        }
-    }
-    best.map(|(i, _)| i)
+    let all = ranges(view);
+    let non_subsumed: Vec<CompactionRange> = all
+        .iter()
+        .filter(|me| !all.iter().any(|other| other.subsumes(me)))
+        .copied()
+        .collect();
+    live_among(&non_subsumed).and_then(|live| usize::try_from(live.position).ok())
 }
 
 /// Ids of every compaction event of the coordinator view that is subsumed by another.

@@ -9,9 +9,10 @@
 //! - a rewind recomputes every flag and the header from the whole history with
 //!   compaction-core's own functions (cost grows with the history; rewinds are rare user edits).
 
+use compaction_core::context::{CompactionRange, live_among, subsumption_on_append};
 use compaction_core::history::timestamp_may_follow;
 use compaction_core::{Event, EventCompaction, Revision, SessionKey, Timestamp};
-use rusqlite::{OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{Transaction, TransactionBehavior};
 use serde_json::{Map, Value};
 
 use crate::error::SessionStoreError;
@@ -169,13 +170,11 @@ impl SqliteStore {
     }
 
     /// A compaction `compaction` joined the view at `seq`: updates subsumption, then the live
-    /// compaction and the turn count.
-    ///
-    /// Subsumption only grows on append: the new compaction subsumes every compaction of the
-    /// view whose range it contains (ties go to the later one), and is itself subsumed when an
-    /// earlier one strictly contains its range. The live compaction is then the non-subsumed one
-    /// with the greatest end (ties to the later). It is either the new one (the count restarts)
-    /// or unchanged; anything else would mean the flags drifted, and the header is recomputed.
+    /// compaction and the turn count, as compaction-core decides them
+    /// ([`subsumption_on_append`], [`live_among`]) from the view's non-subsumed compactions
+    /// (read through the `events_view_compactions` index; with rolling consolidation there is
+    /// one). The live compaction is either the new one (the count restarts) or unchanged;
+    /// anything else would mean the flags drifted, and the header is recomputed.
     fn on_compaction(
         &self,
         tx: &Transaction<'_>,
@@ -185,47 +184,61 @@ impl SqliteStore {
         compaction: &EventCompaction,
     ) -> Result<(), SessionStoreError> {
         let op = || format!("updating the compactions of session {key}");
-        let (start, end) = (
-            compaction.start_timestamp.seconds(),
-            compaction.end_timestamp.seconds(),
-        );
-        let strictly_contained: bool = tx
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM events WHERE session_pk = ?1 AND in_view = 1 \
-                 AND is_compaction = 1 AND seq <> ?2 AND comp_start <= ?3 AND comp_end >= ?4 \
-                 AND NOT (comp_start = ?3 AND comp_end = ?4))",
-            )
-            .and_then(|mut stmt| stmt.query_row((row.pk, seq, start, end), |r| r.get(0)))
-            .map_err(self.sqlite_error(op))?;
-        tx.prepare_cached(
-            "UPDATE events SET subsumed = 1 WHERE session_pk = ?1 AND in_view = 1 \
-             AND is_compaction = 1 AND subsumed = 0 AND seq <> ?2 \
-             AND comp_start >= ?3 AND comp_end <= ?4",
-        )
-        .and_then(|mut stmt| stmt.execute((row.pk, seq, start, end)))
-        .map_err(self.sqlite_error(op))?;
-        if strictly_contained {
+        // A stored range that is not a finite timestamp is SQLite data we cannot read.
+        let unreadable = |column: usize, e: compaction_core::time::InvalidTimestamp| {
+            self.sqlite_error(op)(rusqlite::Error::FromSqlConversionFailure(
+                column,
+                rusqlite::types::Type::Real,
+                Box::new(e),
+            ))
+        };
+        let mut candidates: Vec<CompactionRange> = Vec::new();
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT seq, comp_start, comp_end FROM events WHERE session_pk = ?1 \
+                     AND in_view = 1 AND is_compaction = 1 AND subsumed = 0 AND seq <> ?2",
+                )
+                .map_err(self.sqlite_error(op))?;
+            let mut rows = stmt.query((row.pk, seq)).map_err(self.sqlite_error(op))?;
+            while let Some(r) = rows.next().map_err(self.sqlite_error(op))? {
+                let (position, start, end): (i64, f64, f64) = (
+                    r.get(0).map_err(self.sqlite_error(op))?,
+                    r.get(1).map_err(self.sqlite_error(op))?,
+                    r.get(2).map_err(self.sqlite_error(op))?,
+                );
+                candidates.push(CompactionRange {
+                    position,
+                    start: Timestamp::new(start).map_err(|e| unreadable(1, e))?,
+                    end: Timestamp::new(end).map_err(|e| unreadable(2, e))?,
+                });
+            }
+        }
+        let new = CompactionRange {
+            position: seq,
+            start: compaction.start_timestamp,
+            end: compaction.end_timestamp,
+        };
+        let (newly_subsumed, new_subsumed) = subsumption_on_append(&candidates, new);
+        for position in newly_subsumed
+            .iter()
+            .copied()
+            .chain(new_subsumed.then_some(seq))
+        {
             tx.prepare_cached("UPDATE events SET subsumed = 1 WHERE session_pk = ?1 AND seq = ?2")
-                .and_then(|mut stmt| stmt.execute((row.pk, seq)))
+                .and_then(|mut stmt| stmt.execute((row.pk, position)))
                 .map_err(self.sqlite_error(op))?;
         }
-        let live = tx
-            .prepare_cached(
-                "SELECT seq, comp_start, comp_end FROM events WHERE session_pk = ?1 \
-                 AND in_view = 1 AND is_compaction = 1 AND subsumed = 0 \
-                 ORDER BY comp_end DESC, seq DESC LIMIT 1",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row([row.pk], |r| {
-                    Ok(LiveRef {
-                        seq: r.get(0)?,
-                        start: r.get(1)?,
-                        end: r.get(2)?,
-                    })
-                })
-                .optional()
-            })
-            .map_err(self.sqlite_error(op))?;
+        let remaining: Vec<CompactionRange> = candidates
+            .into_iter()
+            .filter(|c| !newly_subsumed.contains(&c.position))
+            .chain((!new_subsumed).then_some(new))
+            .collect();
+        let live = live_among(&remaining).map(|l| LiveRef {
+            seq: l.position,
+            start: l.start.seconds(),
+            end: l.end.seconds(),
+        });
         match live {
             Some(live) if live.seq == seq => {
                 row.live = Some(live);
