@@ -257,22 +257,34 @@ pub fn assemble_context(events: &[Event]) -> AssembledContext {
             compaction: c.clone(),
         })
     });
+    let events = view
+        .iter()
+        .filter(|e| e.compaction().is_none())
+        .map(|e| (*e).clone());
+    assemble_around(live, events)
+}
+
+/// The next prompt's context from the live summary (if any) and the view's non-compaction
+/// events in append order: events the summary covers are left out, and the summary stands
+/// before the first event after its end (or last). [`assemble_context`] calls it with the whole
+/// view; a store calls it with only the events outside the live range (what its indexes find).
+pub fn assemble_around(
+    live: Option<LiveSummary>,
+    events: impl IntoIterator<Item = Event>,
+) -> AssembledContext {
     let mut entries = Vec::new();
-    let mut summary_placed = false;
-    for event in view.iter().filter(|e| e.compaction().is_none()) {
-        if let Some(live) = &live {
+    let mut summary = live;
+    for event in events {
+        if let Some(live) = &summary {
             if live.compaction.covers(event.timestamp) {
                 continue;
             }
-            if !summary_placed && event.timestamp > live.compaction.end_timestamp {
-                entries.push(ContextEntry::Summary(live.clone()));
-                summary_placed = true;
+            if event.timestamp > live.compaction.end_timestamp {
+                entries.extend(summary.take().map(ContextEntry::Summary));
             }
         }
-        entries.push(ContextEntry::Event(Box::new((*event).clone())));
+        entries.push(ContextEntry::Event(Box::new(event)));
     }
-    if let (Some(live), false) = (live, summary_placed) {
-        entries.push(ContextEntry::Summary(live));
-    }
+    entries.extend(summary.map(ContextEntry::Summary));
     AssembledContext { entries }
 }

@@ -55,8 +55,8 @@ pub mod testing;
 pub use async_trait::async_trait;
 pub use builder::EventBuilder;
 pub use context::{
-    AssembledContext, CompactionEntry, ContextEntry, LiveSummary, assemble_context,
-    compaction_history, live_tail, live_tail_positions, subsumed_compaction_ids,
+    AssembledContext, CompactionEntry, ContextEntry, LiveSummary, assemble_around,
+    assemble_context, compaction_history, live_tail, live_tail_positions, subsumed_compaction_ids,
 };
 pub use engine::{
     Compaction, ContinueReason, DEFAULT_PROBE_DEADLINE, DEFAULT_SUMMARIZE_DEADLINE, Engine,

@@ -16,8 +16,8 @@
 //! which is what the coordinator sees anyway.
 
 use compaction_core::{
-    AssembledContext, CompactionEntry, ContextEntry, Event, LiveSummary, Revision, Session,
-    SessionKey,
+    AssembledContext, CompactionEntry, Event, LiveSummary, Revision, Session, SessionKey,
+    assemble_around,
 };
 use rusqlite::{OptionalExtension, Transaction};
 
@@ -61,15 +61,11 @@ impl SqliteStore {
                     (row.pk,),
                 )
                 .map_err(self.sqlite_error(op))?;
-                let entries = rows
+                let events = rows
                     .iter()
-                    .map(|(seq, id, body)| {
-                        Ok(ContextEntry::Event(Box::new(
-                            self.parse_event(key, *seq, id, body)?,
-                        )))
-                    })
-                    .collect::<Result<_, SessionStoreError>>()?;
-                Ok(AssembledContext { entries })
+                    .map(|(seq, id, body)| self.parse_event(key, *seq, id, body))
+                    .collect::<Result<Vec<Event>, SessionStoreError>>()?;
+                Ok(assemble_around(None, events))
             }
             Some(live) => self.around_live(tx, key, row.pk, live, op),
         })
@@ -209,22 +205,12 @@ impl SqliteStore {
             .map_err(self.sqlite_error(op))?,
         );
         rows.sort_unstable_by_key(|(seq, _, _)| *seq);
-        let end = summary.compaction.end_timestamp;
-        let mut summary = Some(summary);
-        let mut entries = Vec::with_capacity(rows.len() + 1);
-        for (seq, id, body) in &rows {
-            let event: Event = self.parse_event(key, *seq, id, body)?;
-            if event.timestamp > end
-                && let Some(s) = summary.take()
-            {
-                entries.push(ContextEntry::Summary(s));
-            }
-            entries.push(ContextEntry::Event(Box::new(event)));
-        }
-        if let Some(s) = summary {
-            entries.push(ContextEntry::Summary(s));
-        }
-        Ok(AssembledContext { entries })
+        let events = rows
+            .iter()
+            .map(|(seq, id, body)| self.parse_event(key, *seq, id, body))
+            .collect::<Result<Vec<Event>, _>>()?;
+        // The placement is the core's: the store only found the events outside the range.
+        Ok(assemble_around(Some(summary), events))
     }
 
     /// A row the indexes name as a compaction that is not one (`why` says how).
