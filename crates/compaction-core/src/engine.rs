@@ -22,6 +22,7 @@ use crate::failure::{Failure, FailureKind};
 use crate::gate::{FastExitReason, GateDecision, GateInput, envelope_gate, gate_input};
 use crate::history::{completed_turns, coordinator_view};
 use crate::plan::{CompactionPlan, plan_compaction};
+use crate::ports::DecisionRecord;
 use crate::ports::{
     Clock, DecisionModel, IdGenerator, NoTelemetry, ProbeEnd, ProbeStart, SessionStore, StoreError,
     SummarizeEnd, SummarizeStart, Summarizer, SummaryRequest, Telemetry,
@@ -118,6 +119,14 @@ pub enum Outcome {
         /// What went wrong.
         failure: Failure,
     },
+    /// Shadow mode: the gate opened, the decision model was asked and its decision recorded;
+    /// nothing was compacted.
+    Shadowed {
+        /// The decision as recorded.
+        decision: Box<DecisionRecord>,
+        /// Why the record could not be stored, when it could not (fail-open).
+        not_recorded: Option<Failure>,
+    },
 }
 
 impl Outcome {
@@ -133,6 +142,7 @@ impl Outcome {
             Outcome::SummarizerFailed { .. } => "summarizer-failed",
             Outcome::NothingToCompact => "nothing-to-compact",
             Outcome::StoreFailed { .. } => "store-failed",
+            Outcome::Shadowed { .. } => "shadowed",
         }
     }
 
@@ -148,6 +158,9 @@ impl Outcome {
             Outcome::Compressed(c) | Outcome::Forced(c) => c.probability,
             Outcome::StaleDropped { probability, .. }
             | Outcome::SummarizerFailed { probability, .. } => *probability,
+            Outcome::Shadowed { decision, .. } => {
+                decision.probability.and_then(|p| Probability::new(p).ok())
+            }
             _ => None,
         }
     }
@@ -167,6 +180,10 @@ impl Outcome {
             | Outcome::StaleDropped { failure, .. }
             | Outcome::SummarizerFailed { failure, .. }
             | Outcome::StoreFailed { failure } => Some(failure),
+            Outcome::Shadowed {
+                decision,
+                not_recorded,
+            } => decision.failure.as_ref().or(not_recorded.as_ref()),
             _ => None,
         }
     }
@@ -177,6 +194,7 @@ impl Outcome {
         match self {
             Outcome::FastExit(_) => "exit",
             Outcome::Forced(_) | Outcome::SummarizerFailed { forced: true, .. } => "backstop",
+            Outcome::Shadowed { decision, .. } if decision.backstop => "backstop",
             Outcome::StoreFailed { .. } => "-",
             _ => "probe",
         }
@@ -187,6 +205,11 @@ impl Outcome {
         match self {
             Outcome::FastExit(_) | Outcome::StoreFailed { .. } => "-",
             Outcome::Continue(_) => "CONTINUE",
+            Outcome::Shadowed { decision, .. } => match decision.verdict.as_deref() {
+                Some("COMPRESS") => "COMPRESS",
+                Some(_) => "CONTINUE",
+                None => "-",
+            },
             _ => "COMPRESS",
         }
     }
@@ -216,6 +239,20 @@ impl Outcome {
             Outcome::SummarizerFailed { failure, .. } => format!("nothing written: {failure}"),
             Outcome::NothingToCompact => "nothing new to fold".to_owned(),
             Outcome::StoreFailed { failure } => format!("store failed: {failure}"),
+            Outcome::Shadowed {
+                decision,
+                not_recorded,
+            } => {
+                let what = match (&decision.probability, &decision.failure) {
+                    (Some(p), _) => format!("shadow: p = {p:.2}, τ = {}", decision.threshold),
+                    (None, Some(f)) => format!("shadow: the probe failed: {f}"),
+                    (None, None) => "shadow: no probability".to_owned(),
+                };
+                match not_recorded {
+                    None => format!("{what}; recorded, nothing compacted"),
+                    Some(f) => format!("{what}; NOT recorded ({f}), nothing compacted"),
+                }
+            }
         }
     }
 }
@@ -265,6 +302,7 @@ pub struct Engine {
     state_budget_tokens: usize,
     probe_deadline: Duration,
     summarize_deadline: Duration,
+    shadow: bool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -290,9 +328,18 @@ pub struct EngineBuilder {
     state_budget_tokens: usize,
     probe_deadline: Duration,
     summarize_deadline: Duration,
+    shadow: bool,
 }
 
 impl EngineBuilder {
+    /// Shadow mode (`adaptive_compaction_shadow`): whenever the gate opens, probe and record
+    /// the decision through [`SessionStore::record_decision`], but never compact
+    /// ([`Outcome::Shadowed`]). For calibrating τ on real traffic before trusting it.
+    pub fn shadow(mut self, shadow: bool) -> Self {
+        self.shadow = shadow;
+        self
+    }
+
     /// Sets the probe's deadline (default [`DEFAULT_PROBE_DEADLINE`], the spec's 10 s): a
     /// probe that has not answered by then fails open ([`FailureKind::Timeout`]).
     pub fn probe_deadline(mut self, deadline: Duration) -> Self {
@@ -350,6 +397,7 @@ impl EngineBuilder {
             state_budget_tokens: self.state_budget_tokens,
             probe_deadline: self.probe_deadline,
             summarize_deadline: self.summarize_deadline,
+            shadow: self.shadow,
         })
     }
 }
@@ -375,6 +423,7 @@ impl Engine {
             state_budget_tokens: DEFAULT_STATE_BUDGET_TOKENS,
             probe_deadline: DEFAULT_PROBE_DEADLINE,
             summarize_deadline: DEFAULT_SUMMARIZE_DEADLINE,
+            shadow: false,
         }
     }
 
@@ -433,6 +482,9 @@ impl Engine {
             GateDecision::ForceCompress => true,
             GateDecision::Probe => false,
         };
+        if self.shadow {
+            return self.shadow(session, forced, input).await;
+        }
         let probability = if forced {
             None
         } else {
@@ -468,6 +520,27 @@ impl Engine {
         session: &Session,
         input: GateInput,
     ) -> Result<Probability, ContinueReason> {
+        let asked = self.ask(session, input).await;
+        match asked.result {
+            Ok(p) if verdict(p, self.settings.threshold) == Verdict::Compress => Ok(p),
+            Ok(p) => Err(ContinueReason::BelowThreshold {
+                probability: p,
+                threshold: self.settings.threshold,
+            }),
+            Err(failure) => {
+                if failure.kind() != FailureKind::NothingToShow {
+                    tracing::warn!(
+                        kind = failure.kind().label(),
+                        "compaction probe failed; continuing (fail-open)"
+                    );
+                }
+                Err(ContinueReason::ProbeFailed { failure })
+            }
+        }
+    }
+
+    /// Asks the decision model once (with its span and deadline) and validates p.
+    async fn ask(&self, session: &Session, input: GateInput) -> Asked {
         // Turns the live summary already covers are folded: the probe reads the rest.
         let view = coordinator_view(&session.events);
         let summarized_until = live_compaction_index(&view)
@@ -485,13 +558,15 @@ impl Engine {
             self.estimator.as_ref(),
             self.state_budget_tokens,
         ) else {
-            return Err(ContinueReason::ProbeFailed {
-                failure: Failure::new(
+            return Asked {
+                request: None,
+                answer: None,
+                result: Err(Failure::new(
                     FailureKind::NothingToShow,
                     "no completed turn to show the decision model: the session changed \
                      between the gate and the read; no call made",
-                ),
-            });
+                )),
+            };
         };
         let request = ProbeRequest::new(self.settings.decision_model.clone(), state);
         let info = self.decision.info();
@@ -512,38 +587,70 @@ impl Engine {
             Some(Err(e)) => Err(Failure::from_adapter("decision model failed", e)),
             None => Err(deadline_passed("decision model", self.probe_deadline)),
         };
-        let checked = match &answer {
+        let result = match &answer {
             Ok(a) => Probability::new(a.probability)
                 .map_err(|e| Failure::new(FailureKind::InvalidProbability, e.to_string())),
             Err(f) => Err(f.clone()),
         };
-        let (probability, failure) = match checked {
-            Ok(p) => (Some(p), None),
-            Err(f) => (None, Some(f)),
-        };
-        let v = probability.map_or(Verdict::Continue, |p| verdict(p, self.settings.threshold));
+        let probability = result.as_ref().ok().copied();
         span.finish(&ProbeEnd {
             probability,
-            verdict: v,
+            verdict: probability.map_or(Verdict::Continue, |p| verdict(p, self.settings.threshold)),
             answer: answer.as_ref().ok(),
-            failure: failure.as_ref(),
+            failure: result.as_ref().err(),
         });
-        match (probability, failure) {
-            (Some(p), _) if v == Verdict::Compress => Ok(p),
-            (Some(p), _) => Err(ContinueReason::BelowThreshold {
-                probability: p,
-                threshold: self.settings.threshold,
+        Asked {
+            request: Some(request),
+            answer: answer.ok(),
+            result,
+        }
+    }
+
+    /// Shadow mode: probes as a real evaluation would (also at the backstop), records the
+    /// decision through the store and compacts nothing.
+    async fn shadow(&self, session: &Session, forced: bool, input: GateInput) -> Outcome {
+        let asked = self.ask(session, input).await;
+        let probability = asked.result.as_ref().ok().copied();
+        let record = DecisionRecord {
+            recorded_at: self.clock.now(),
+            revision: session.revision,
+            turn: crate::history::turns(&coordinator_view(&session.events)).len(),
+            completed_turns_since_compaction: input.completed_turns_since_compaction,
+            coordinator_prompt_tokens: input.coordinator_prompt_tokens,
+            backstop: forced,
+            threshold: self.settings.threshold,
+            probability: probability.map(Probability::value),
+            verdict: probability.map(|p| match verdict(p, self.settings.threshold) {
+                Verdict::Compress => "COMPRESS".to_owned(),
+                Verdict::Continue => "CONTINUE".to_owned(),
             }),
-            (None, failure) => {
-                let failure = failure.unwrap_or_else(|| {
-                    Failure::new(FailureKind::Other, "the probe gave no probability")
-                });
+            model: self.decision.info().model,
+            served_model: asked.answer.and_then(|a| a.served_model),
+            state_hash: asked
+                .request
+                .as_ref()
+                .map(|r| state_hash(&r.state))
+                .unwrap_or_default(),
+            failure: asked.result.as_ref().err().cloned(),
+        };
+        let stored = match self
+            .store
+            .record_decision(&session.key, record.clone())
+            .await
+        {
+            Ok(()) => None,
+            Err(e) => {
+                let failure = Failure::from_store(e);
                 tracing::warn!(
                     kind = failure.kind().label(),
-                    "compaction probe failed; continuing (fail-open)"
+                    "shadow decision not recorded (fail-open)"
                 );
-                Err(ContinueReason::ProbeFailed { failure })
+                Some(failure)
             }
+        };
+        Outcome::Shadowed {
+            decision: Box::new(record),
+            not_recorded: stored,
         }
     }
 
@@ -650,6 +757,25 @@ impl Engine {
             }
         }
     }
+}
+
+/// One probe's request, answer and validated p.
+struct Asked {
+    request: Option<ProbeRequest>,
+    answer: Option<crate::ports::DecisionAnswer>,
+    result: Result<Probability, Failure>,
+}
+
+/// A stable hash of the decision state as sent (FNV-1a 64 over its JSON), in hex: shadow
+/// records name the exact state without storing it.
+pub fn state_hash(state: &crate::state::DecisionState) -> String {
+    let json = serde_json::to_string(state).unwrap_or_default();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in json.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{hash:016x}")
 }
 
 fn summarizer_failed(

@@ -72,6 +72,28 @@ impl FailureKind {
         }
     }
 
+    /// The kind a [`FailureKind::label`] names (`http_status` needs its status: `None`).
+    pub fn from_label(label: &str) -> Option<Self> {
+        [
+            FailureKind::Timeout,
+            FailureKind::Transport,
+            FailureKind::InvalidReply,
+            FailureKind::InvalidProbability,
+            FailureKind::Refused,
+            FailureKind::RejectedSummary,
+            FailureKind::NothingToShow,
+            FailureKind::Stale,
+            FailureKind::NotFound,
+            FailureKind::AlreadyExists,
+            FailureKind::StoreLocked,
+            FailureKind::StoreCorrupt,
+            FailureKind::NonIncreasingTimestamp,
+            FailureKind::Other,
+        ]
+        .into_iter()
+        .find(|k| k.label() == label)
+    }
+
     /// The HTTP status, for [`FailureKind::HttpStatus`].
     pub fn http_status(self) -> Option<u16> {
         match self {

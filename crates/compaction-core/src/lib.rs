@@ -78,9 +78,10 @@ pub use plan::{
     CompactionPlan, MAX_TOOL_CONTENT_CHARS, PreviousCompaction, TurnDigest, plan_compaction,
 };
 pub use ports::{
-    AdapterError, Clock, DecisionAnswer, DecisionModel, GateSnapshot, IdGenerator, ModelInfo,
-    NoTelemetry, ProbeEnd, ProbeSpan, ProbeStart, SessionStore, Sleep, StoreError, SummarizeEnd,
-    SummarizeSpan, SummarizeStart, Summarizer, Summary, SummaryRequest, Telemetry, TokenUsage,
+    AdapterError, Clock, DecisionAnswer, DecisionModel, DecisionRecord, GateSnapshot, IdGenerator,
+    ModelInfo, NoTelemetry, ProbeEnd, ProbeSpan, ProbeStart, SessionStore, Sleep, StoreError,
+    SummarizeEnd, SummarizeSpan, SummarizeStart, Summarizer, Summary, SummaryRequest, Telemetry,
+    TokenUsage,
 };
 pub use probe::{Probability, ProbeRequest, RUBRIC, Verdict, verdict};
 pub use session::{Revision, Session, SessionKey};

@@ -266,6 +266,73 @@ impl StoreError {
     }
 }
 
+/// One decision recorded in shadow mode: what was asked, what came back, and the gate's
+/// figures at the time. Recorded p is replayed by tuning, never re-queried (remote decision
+/// hosts are not deterministic across batches).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct DecisionRecord {
+    /// When the engine recorded it (its clock).
+    pub recorded_at: Timestamp,
+    /// The session's revision the decision was made on.
+    pub revision: Revision,
+    /// Turns in the coordinator view at the time (turn N).
+    pub turn: usize,
+    /// The gate's completed turns since the live compaction.
+    pub completed_turns_since_compaction: usize,
+    /// The gate's coordinator prompt tokens.
+    pub coordinator_prompt_tokens: Option<u64>,
+    /// True when the hard backstop would have forced compaction.
+    pub backstop: bool,
+    /// τ at the time.
+    pub threshold: f64,
+    /// p, when the model answered with a valid probability.
+    pub probability: Option<f64>,
+    /// `COMPRESS` or `CONTINUE`, when p is known.
+    pub verdict: Option<String>,
+    /// The configured decision model (`ModelInfo::model`).
+    pub model: String,
+    /// The model the host says served the call, with its version, when it says.
+    pub served_model: Option<String>,
+    /// A hash of the decision state sent ([`crate::engine::state_hash`]).
+    pub state_hash: String,
+    /// Why the probe failed, when it did.
+    #[serde(with = "failure_record", default)]
+    pub failure: Option<Failure>,
+}
+
+/// A recorded failure as `{kind, status?, message}`; read back as [`FailureKind::Other`] unless
+/// its kind label is known.
+mod failure_record {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::failure::{Failure, FailureKind};
+
+    pub(super) fn serialize<S: Serializer>(f: &Option<Failure>, s: S) -> Result<S::Ok, S::Error> {
+        f.serialize(s)
+    }
+
+    #[derive(Deserialize)]
+    struct Stored {
+        kind: String,
+        status: Option<u16>,
+        message: String,
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Failure>, D::Error> {
+        let stored: Option<Stored> = Option::deserialize(d)?;
+        Ok(stored.map(|s| {
+            let kind = match (s.kind.as_str(), s.status) {
+                ("http_status", Some(status)) => FailureKind::HttpStatus(status),
+                (label, _) => FailureKind::from_label(label).unwrap_or(FailureKind::Other),
+            };
+            Failure::new(kind, s.message)
+        }))
+    }
+}
+
 /// Durable sessions with optimistic concurrency: everything a service needs, async.
 ///
 /// A store refuses an in-view (unscoped) event whose timestamp does not strictly increase
@@ -324,6 +391,26 @@ pub trait SessionStore: Send + Sync {
     /// inside the live summary's range, so they come out the same either way.
     async fn load_live_tail(&self, key: &SessionKey) -> Result<Session, StoreError> {
         self.load(key).await
+    }
+
+    /// Records a shadow-mode decision beside the session (never in its event history). The
+    /// default says the store cannot.
+    async fn record_decision(
+        &self,
+        key: &SessionKey,
+        record: DecisionRecord,
+    ) -> Result<(), StoreError> {
+        let _ = (key, record);
+        Err(StoreError::Backend(crate::failure::classified(
+            FailureKind::Other,
+            "this store does not record shadow decisions",
+        )))
+    }
+
+    /// The shadow-mode decisions recorded for the session, oldest first.
+    async fn decisions(&self, key: &SessionKey) -> Result<Vec<DecisionRecord>, StoreError> {
+        let _ = key;
+        Ok(Vec::new())
     }
 
     /// Appends `event` if the session is still at `expected`; returns the new revision, or

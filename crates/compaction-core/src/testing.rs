@@ -314,6 +314,7 @@ pub struct InMemoryStore {
     sessions: Mutex<HashMap<SessionKey, Session>>,
     whole_histories: bool,
     race: Mutex<Option<Event>>,
+    decisions: Mutex<HashMap<SessionKey, Vec<crate::ports::DecisionRecord>>>,
     loads: AtomicUsize,
     snapshots: AtomicUsize,
     appends: AtomicUsize,
@@ -383,6 +384,28 @@ impl SessionStore for InMemoryStore {
         };
         sessions.insert(key.clone(), session.clone());
         Ok(session)
+    }
+
+    async fn record_decision(
+        &self,
+        key: &SessionKey,
+        record: crate::ports::DecisionRecord,
+    ) -> Result<(), StoreError> {
+        if !lock(&self.sessions).contains_key(key) {
+            return Err(StoreError::NotFound(key.clone()));
+        }
+        lock(&self.decisions)
+            .entry(key.clone())
+            .or_default()
+            .push(record);
+        Ok(())
+    }
+
+    async fn decisions(
+        &self,
+        key: &SessionKey,
+    ) -> Result<Vec<crate::ports::DecisionRecord>, StoreError> {
+        Ok(lock(&self.decisions).get(key).cloned().unwrap_or_default())
     }
 
     async fn load(&self, key: &SessionKey) -> Result<Session, StoreError> {

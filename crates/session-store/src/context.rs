@@ -33,7 +33,7 @@ type Operation<'a> = &'a dyn Fn() -> String;
 impl SqliteStore {
     /// Runs `read` in one read transaction on the session row of `key`; errors name the
     /// operation as `{what} of session {key}`.
-    fn read_session<T>(
+    pub(crate) fn read_session<T>(
         &self,
         key: &SessionKey,
         what: &str,
@@ -227,7 +227,7 @@ impl SqliteStore {
     }
 }
 
-fn query_rows(
+pub(crate) fn query_rows(
     tx: &Transaction<'_>,
     sql: &str,
     params: impl rusqlite::Params,

@@ -82,6 +82,7 @@
 pub mod adk;
 mod append;
 mod context;
+mod decisions;
 mod error;
 mod header;
 mod port;

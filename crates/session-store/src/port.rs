@@ -9,8 +9,8 @@ use std::path::Path;
 
 use async_trait::async_trait;
 use compaction_core::{
-    AssembledContext, CompactionEntry, Event, GateSnapshot, Revision, Session, SessionKey,
-    SessionStore, StoreError,
+    AssembledContext, CompactionEntry, DecisionRecord, Event, GateSnapshot, Revision, Session,
+    SessionKey, SessionStore, StoreError,
 };
 use serde_json::{Map, Value};
 
@@ -204,6 +204,22 @@ port_impl!(SqliteStore {
         Ok(self
             .spawn_blocking(move |s| s.compaction_history(&key))
             .await?)
+    }
+
+    async fn record_decision(
+        &self,
+        key: &SessionKey,
+        record: DecisionRecord,
+    ) -> Result<(), StoreError> {
+        let key = key.clone();
+        Ok(self
+            .spawn_blocking(move |s| s.record_decision(&key, &record))
+            .await?)
+    }
+
+    async fn decisions(&self, key: &SessionKey) -> Result<Vec<DecisionRecord>, StoreError> {
+        let key = key.clone();
+        Ok(self.spawn_blocking(move |s| s.decisions(&key)).await?)
     }
 });
 

@@ -61,6 +61,16 @@ const MIGRATIONS: &[&str] = &[
     // every stored gate header is recounted from its history in the same transaction
     // (`recount_turn_headers`).
     "",
+    // 3: shadow-mode decisions (compaction-core's `DecisionRecord` as JSON), kept beside the
+    // session, never in its event history.
+    r#"
+    CREATE TABLE decisions (
+        session_pk INTEGER NOT NULL REFERENCES sessions (pk) ON DELETE CASCADE,
+        seq        INTEGER NOT NULL,                -- 1-based, in recording order
+        body       TEXT    NOT NULL,
+        PRIMARY KEY (session_pk, seq)
+    );
+    "#,
 ];
 
 /// The first migration after which stored turn counts follow the current completion rule.

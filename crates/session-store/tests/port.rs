@@ -164,3 +164,54 @@ async fn the_store_refuses_timestamps_that_do_not_increase() {
     let later = f.model("i1", "a1");
     store.append(&key, revision, later).await.unwrap();
 }
+
+/// Shadow decisions are kept beside the session through the port, in order, and survive a
+/// reopen; recording one leaves the session's revision alone.
+#[tokio::test]
+async fn shadow_decisions_round_trip_through_the_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let store = session_store::SqliteStore::open(&path).unwrap();
+    let key = key();
+    store.create_session(&key, Map::new()).await.unwrap();
+    let mut f = EventFactory::new();
+    let mut revision = Revision(0);
+    for i in 0..6 {
+        for e in f.conversational_turn(&format!("i{i}"), &format!("q{i}"), &format!("a{i}")) {
+            revision = store
+                .append(&key, revision, e.with_prompt_tokens(60_000))
+                .await
+                .unwrap();
+        }
+    }
+    let engine = Engine::builder(
+        Arc::new(ScriptedDecisionModel::scripted([Ok(0.91), Ok(0.12)])),
+        Arc::new(RecordingSummarizer::new()),
+        Arc::new(store.clone()),
+        Arc::new(SteppingClock::starting_at(1_800_000_000)),
+        Arc::new(SequentialIds::default()),
+    )
+    .shadow(true)
+    .build()
+    .unwrap();
+    for _ in 0..2 {
+        let outcome = engine.evaluate_and_compact(&key).await;
+        assert!(
+            matches!(
+                outcome,
+                Outcome::Shadowed {
+                    not_recorded: None,
+                    ..
+                }
+            ),
+            "{outcome:?}"
+        );
+    }
+    assert_eq!(store.gate_snapshot(&key).await.unwrap().revision, revision);
+    drop(store);
+    let reopened = session_store::SqliteStore::open(&path).unwrap();
+    let decisions = reopened.decisions(&key).await.unwrap();
+    let ps: Vec<_> = decisions.iter().map(|d| d.probability).collect();
+    assert_eq!(ps, [Some(0.91), Some(0.12)]);
+    assert_eq!(decisions[0].turn, 6);
+}

@@ -11,4 +11,5 @@ mod fixtures;
 mod properties;
 mod races;
 mod section_11;
+mod shadow;
 mod snapshots;
