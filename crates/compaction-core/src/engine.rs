@@ -4,6 +4,8 @@
 //! model (or skips it at the hard backstop), plans the slice, runs the rolling consolidation
 //! summarizer and appends the compaction event with the revision it read. It never returns
 //! an error: every failure becomes an [`Outcome`] that says what happened (fail-open).
+//! A failure text it traces passes through [`scrub`] first: an exporter that ships log
+//! events (a standard tracing-opentelemetry layer does) never receives a key-shaped token.
 
 use std::sync::Arc;
 
@@ -20,6 +22,7 @@ use crate::ports::{
     SummarizeEnd, SummarizeStart, Summarizer, SummaryRequest, Telemetry,
 };
 use crate::probe::{Probability, ProbeRequest, Verdict, verdict};
+use crate::scrub::scrub;
 use crate::session::{Revision, Session, SessionKey};
 use crate::settings::{EffectiveSettings, Settings, SettingsError};
 use crate::state::{DEFAULT_STATE_BUDGET_TOKENS, extract_decision_state};
@@ -364,7 +367,7 @@ impl Engine {
             }),
             (None, failure) => {
                 let failure = failure.unwrap_or_default();
-                tracing::warn!(%failure, "compaction probe failed; continuing (fail-open)");
+                tracing::warn!(failure = %scrub(&failure), "compaction probe failed; continuing (fail-open)");
                 Err(ContinueReason::ProbeFailed { failure })
             }
         }
@@ -390,6 +393,7 @@ impl Engine {
             request: &request,
             range: (plan.start_timestamp, plan.end_timestamp),
             slice_turns: plan.slice_turn_count(),
+            retained_turns: plan.retained_turns,
             forced,
         });
         let summary = match self.summarizer.summarize(&request).await {
@@ -458,7 +462,7 @@ impl Engine {
                 });
                 match e {
                     StoreError::Stale { .. } => {
-                        tracing::info!(%failure, "compaction dropped: session moved on");
+                        tracing::info!(failure = %scrub(&failure), "compaction dropped: session moved on");
                         Outcome::StaleDropped {
                             failure,
                             probability,
@@ -477,7 +481,10 @@ fn summarizer_failed(
     forced: bool,
     probability: Option<Probability>,
 ) -> Outcome {
-    tracing::warn!(%failure, "compaction summarizer failed; nothing written (fail-open)");
+    tracing::warn!(
+        failure = %scrub(&failure),
+        "compaction summarizer failed; nothing written (fail-open)"
+    );
     span.finish(&SummarizeEnd {
         summary: None,
         failure: Some(&failure),
@@ -491,6 +498,6 @@ fn summarizer_failed(
 
 fn store_failure(error: StoreError) -> Outcome {
     let failure = error.to_string();
-    tracing::warn!(%failure, "compaction store failed; nothing written (fail-open)");
+    tracing::warn!(failure = %scrub(&failure), "compaction store failed; nothing written (fail-open)");
     Outcome::StoreFailed { failure }
 }

@@ -40,6 +40,7 @@ pub mod history;
 pub mod plan;
 pub mod ports;
 pub mod probe;
+pub mod scrub;
 pub mod session;
 pub mod settings;
 pub mod state;

@@ -205,6 +205,9 @@ pub struct SummarizeStart<'a> {
     pub range: (Timestamp, Timestamp),
     /// Turns in the slice.
     pub slice_turns: usize,
+    /// K: completed turns kept verbatim after the range (the compaction event's
+    /// `retained_turns`).
+    pub retained_turns: usize,
     /// True when the hard backstop forced this compaction.
     pub forced: bool,
 }

@@ -91,6 +91,7 @@ fn bench(c: &mut Criterion) {
                 request: black_box(&summary_request),
                 range,
                 slice_turns: 12,
+                retained_turns: 2,
                 forced: false,
             });
             span.finish(&SummarizeEnd {
