@@ -113,9 +113,41 @@ struct RunArgs {
     /// Print JSON records instead of text.
     #[arg(long)]
     json: bool,
-    /// Export spans over OTLP/HTTP (default endpoint: Phoenix's http://localhost:6006/v1/traces).
-    #[arg(long, value_name = "URL", num_args = 0..=1)]
+    #[command(flatten)]
+    otlp: OtlpArgs,
+}
+
+/// Where spans go. `--otlp` takes no value (so `replay --otlp FILE` reads FILE); the URL has
+/// its own flag.
+#[derive(Debug, Default, clap::Args)]
+struct OtlpArgs {
+    /// Export spans over OTLP/HTTP: to OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT when set, else to
+    /// Phoenix's http://localhost:6006/v1/traces.
+    #[arg(long, num_args = 0..=1, require_equals = true, value_name = "NONE")]
     otlp: Option<Option<String>>,
+    /// Export spans over OTLP/HTTP to URL (implies --otlp).
+    #[arg(long, value_name = "URL")]
+    otlp_endpoint: Option<String>,
+    /// The Phoenix project the spans are filed under (default: $PHOENIX_PROJECT_NAME, else
+    /// Phoenix's `default` project).
+    #[arg(long, value_name = "NAME")]
+    otlp_project: Option<String>,
+}
+
+impl OtlpArgs {
+    /// What the flags ask for; `Err` is the usage error for the old `--otlp=URL` form.
+    fn request(&self) -> Result<wiring::OtlpRequest, String> {
+        if let Some(Some(url)) = &self.otlp {
+            return Err(format!(
+                "--otlp takes no value (got {url:?}): write --otlp-endpoint {url}"
+            ));
+        }
+        Ok(wiring::OtlpRequest {
+            export: self.otlp.is_some() || self.otlp_endpoint.is_some(),
+            endpoint: self.otlp_endpoint.clone(),
+            project: self.otlp_project.clone(),
+        })
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -148,6 +180,12 @@ enum ConfigAction {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(message) = cli.command.otlp().map(OtlpArgs::request).transpose() {
+        use clap::CommandFactory as _;
+        Cli::command()
+            .error(clap::error::ErrorKind::InvalidValue, message)
+            .exit();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -187,6 +225,16 @@ fn init_logging(guard: Option<&telemetry::TelemetryGuard>) {
     };
 }
 
+impl Command {
+    /// The OTLP flags of a command that runs the engine.
+    fn otlp(&self) -> Option<&OtlpArgs> {
+        match self {
+            Command::Replay { run, .. } | Command::Evaluate { run, .. } => Some(&run.otlp),
+            _ => None,
+        }
+    }
+}
+
 async fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Demo { json, db, session } => {
@@ -194,7 +242,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             let turns = transcript::parse("demo", DEMO_TRANSCRIPT.as_bytes())?;
             let id = session.unwrap_or_else(|| format!("demo-{}", wiring::run_id()));
             let key = SessionKey::new("zocrates", "demo", id);
-            replay_turns(wiring, turns, db, key, json, None).await
+            replay_turns(wiring, turns, db, key, json, &OtlpArgs::default()).await
         }
         Command::Replay {
             file,
@@ -210,7 +258,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             )?;
             let id = session.unwrap_or_else(|| format!("replay-{}", wiring::run_id()));
             let key = SessionKey::new("zocrates", "replay", id);
-            replay_turns(wiring, turns, db, key, run.json, run.otlp).await
+            replay_turns(wiring, turns, db, key, run.json, &run.otlp).await
         }
         Command::Evaluate { run, db, target } => evaluate(run, target, db).await,
         Command::Inspect { target, db } => inspect(&target, db),
@@ -298,14 +346,15 @@ async fn replay_turns(
     db: Option<PathBuf>,
     key: SessionKey,
     json: bool,
-    otlp: Option<Option<String>>,
+    otlp: &OtlpArgs,
 ) -> Result<(), CliError> {
     let tmp = tempfile::tempdir()
         .map_err(|e| CliError::Other(format!("cannot create a temporary directory: {e}")))?;
     let kept = db.clone();
     let db = db.unwrap_or_else(|| tmp.path().join("sessions.db"));
     let store = open_store(&db)?;
-    let (telemetry, guard) = wiring::telemetry(otlp)?;
+    let (telemetry, guard, span_config) =
+        wiring::telemetry(otlp.request().map_err(CliError::Other)?)?;
     init_logging(guard.as_ref());
     let clock = Arc::new(MonotonicClock::default());
     let ids = Arc::new(ProcessIds::default());
@@ -323,7 +372,8 @@ async fn replay_turns(
             CliError::Database(format!(
                 "{e} (pick another --session, or leave it out for a new one)"
             ))
-        })?;
+        })?
+        .with_span_config(span_config);
     let mut out = std::io::stdout().lock();
     let banner = wiring.banner();
     if json {
@@ -437,7 +487,7 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
         run.summarizer.as_deref(),
     )?;
     let store = open_existing(&db)?;
-    let (telemetry, guard) = wiring::telemetry(run.otlp)?;
+    let (telemetry, guard, _) = wiring::telemetry(run.otlp.request().map_err(CliError::Other)?)?;
     init_logging(guard.as_ref());
     let engine = build_engine(
         &wiring,
