@@ -499,6 +499,10 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
     let key = SessionKey::new(target.app, target.user, target.session);
     let outcome = engine.evaluate_and_compact(&key).await;
     drop(guard);
+    let warnings = scope_warnings(&store, &key);
+    for warning in &warnings {
+        eprintln!("warning: session {key}: {warning}");
+    }
     let mut out = std::io::stdout().lock();
     let summary = OutcomeSummary::of(&outcome);
     let probability = outcome.probability().map(|p| p.value());
@@ -512,6 +516,7 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
             "verdict": summary.verdict,
             "compaction_event_id": outcome.compaction().map(|c| c.event.id.clone()),
             "detail": summary.detail,
+            "warnings": warnings,
         });
         emit(&mut out, &record.to_string())?;
     } else {
@@ -536,6 +541,22 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
         return Err(CliError::Database(failure));
     }
     Ok(())
+}
+
+/// What a person should know about the session besides the outcome: on an ADK file, user
+/// messages ADK's Runner filed inside a pipeline scope no `finish_task` closed (one outline
+/// read). A failed read is no warning; the engine already reported the store.
+fn scope_warnings(store: &ExistingStore, key: &SessionKey) -> Vec<String> {
+    match store {
+        ExistingStore::Adk(store) => store
+            .scoped_user_messages(key)
+            .ok()
+            .filter(|found| !found.is_empty())
+            .map(|found| found.to_string())
+            .into_iter()
+            .collect(),
+        ExistingStore::Native(_) => Vec::new(),
+    }
 }
 
 fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
@@ -565,7 +586,12 @@ fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
         ExistingStore::Adk(store) => {
             let session = store.get_session(&key).map_err(database)?;
             let compactions = compaction_core::compaction_history(&session.events);
-            let context = compaction_core::assemble_context(&session.events);
+            // Exactly what ADK's prompt builder shows: every summary it still renders.
+            let context = compaction_core::adk_prompt_context(&session.events);
+            let scoped = compaction_core::scoped_user_messages(&session.events);
+            if !scoped.is_empty() {
+                eprintln!("warning: session {key}: {scoped}");
+            }
             (
                 session.events.len() as u64,
                 session.revision,

@@ -50,8 +50,9 @@ pub mod time;
 pub mod testing;
 
 pub use context::{
-    AssembledContext, CompactionEntry, ContextEntry, LiveSummary, assemble_context,
-    compaction_history, live_tail, live_tail_positions, subsumed_compaction_ids,
+    AssembledContext, CompactionEntry, ContextEntry, LiveSummary, adk_prompt_context,
+    assemble_context, compaction_history, live_tail, live_tail_positions,
+    rendered_compaction_indexes, rolling_tail_positions, subsumed_compaction_ids, uncovered_events,
 };
 pub use engine::{Compaction, ContinueReason, Engine, EngineBuilder, Outcome};
 pub use estimate::{CharsPerToken, TokenEstimator};
@@ -63,7 +64,8 @@ pub use gate::{
     FastExitReason, GateDecision, GateInput, coordinator_prompt_tokens, envelope_gate, gate_input,
 };
 pub use history::{
-    Turn, apply_rewinds, completed_turns, coordinator_positions, coordinator_view, turns,
+    ScopedUserMessages, Turn, apply_rewinds, completed_turns, coordinator_positions,
+    coordinator_view, scoped_user_candidate_positions, scoped_user_messages, turns,
 };
 pub use plan::{
     CompactionPlan, MAX_TOOL_CONTENT_CHARS, PreviousCompaction, TurnDigest, plan_compaction,
