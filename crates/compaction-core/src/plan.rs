@@ -112,6 +112,15 @@ pub fn plan_compaction(events: &[Event], k: usize) -> Option<CompactionPlan> {
     // The last event of turn N-K bounds the slice (inclusive).
     let boundary_turn = completed[completed.len() - k - 1];
     let boundary = boundary_turn.last_timestamp();
+    // A range that stopped short of the live summary's end would leave that summary rendered
+    // beside the new one: wait until turn N-K lies after it (always so when only this engine
+    // wrote summaries; only a gap between ADK's own summaries can put it before).
+    if previous
+        .as_ref()
+        .is_some_and(|p| boundary < p.end_timestamp)
+    {
+        return None;
+    }
     let from_start = |e: &&&Event| {
         previous
             .as_ref()
