@@ -216,19 +216,18 @@ pub(crate) struct OtlpRequest {
     pub(crate) project: Option<String>,
 }
 
+/// The compaction spans' adapter, the exporter's guard (keep it alive; dropping it flushes)
+/// and what every span records.
+pub(crate) type Spans = (
+    Arc<dyn Telemetry>,
+    Option<telemetry::TelemetryGuard>,
+    telemetry::TelemetryConfig,
+);
+
 /// Telemetry: an OTLP exporter when `--otlp`, `--otlp-endpoint` or
 /// `OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT` asks for one, otherwise none (and no network
 /// traffic); plus what the spans record (the turn span honours it too).
-pub(crate) fn telemetry(
-    otlp: OtlpRequest,
-) -> Result<
-    (
-        Arc<dyn Telemetry>,
-        Option<telemetry::TelemetryGuard>,
-        telemetry::TelemetryConfig,
-    ),
-    CliError,
-> {
+pub(crate) fn telemetry(otlp: OtlpRequest) -> Result<Spans, CliError> {
     let config =
         telemetry::TelemetryConfig::from_env().map_err(|e| CliError::Config(e.to_string()))?;
     let from_env = [telemetry::TRACES_ENDPOINT_ENV, telemetry::ENDPOINT_ENV]
