@@ -2,7 +2,10 @@
 //!
 //! Builds the binary, creates (or reuses) a Python virtual environment under the target
 //! directory with the pinned ADK, and runs `crates/session-store/tests/adk/interop.py`, which
-//! drives ADK's own session services around `compaction evaluate` with local mock models.
+//! drives ADK's own session services, its `Runner` (with a mock `BaseLlm`) and its own
+//! sliding-window compaction around `compaction evaluate` and `compaction inspect`, with local
+//! mock models: ADK's prompt builder before and after, ADK's overlapping summaries folded into
+//! one, and the warning for user messages filed inside a pipeline scope no `finish_task` closed.
 //! Needs `python3` (3.10 or newer; `ADK_INTEROP_PYTHON` overrides) and PyPI on first run; a
 //! failed install fails the step loudly.
 

@@ -113,9 +113,41 @@ struct RunArgs {
     /// Print JSON records instead of text.
     #[arg(long)]
     json: bool,
-    /// Export spans over OTLP/HTTP (default endpoint: Phoenix's http://localhost:6006/v1/traces).
-    #[arg(long, value_name = "URL", num_args = 0..=1)]
+    #[command(flatten)]
+    otlp: OtlpArgs,
+}
+
+/// Where spans go. `--otlp` takes no value (so `replay --otlp FILE` reads FILE); the URL has
+/// its own flag.
+#[derive(Debug, Default, clap::Args)]
+struct OtlpArgs {
+    /// Export spans over OTLP/HTTP: to OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT when set, else to
+    /// Phoenix's http://localhost:6006/v1/traces.
+    #[arg(long, num_args = 0..=1, require_equals = true, value_name = "NONE")]
     otlp: Option<Option<String>>,
+    /// Export spans over OTLP/HTTP to URL (implies --otlp).
+    #[arg(long, value_name = "URL")]
+    otlp_endpoint: Option<String>,
+    /// The Phoenix project the spans are filed under (default: $PHOENIX_PROJECT_NAME, else
+    /// Phoenix's `default` project).
+    #[arg(long, value_name = "NAME")]
+    otlp_project: Option<String>,
+}
+
+impl OtlpArgs {
+    /// What the flags ask for; `Err` is the usage error for the old `--otlp=URL` form.
+    fn request(&self) -> Result<wiring::OtlpRequest, String> {
+        if let Some(Some(url)) = &self.otlp {
+            return Err(format!(
+                "--otlp takes no value (got {url:?}): write --otlp-endpoint {url}"
+            ));
+        }
+        Ok(wiring::OtlpRequest {
+            export: self.otlp.is_some() || self.otlp_endpoint.is_some(),
+            endpoint: self.otlp_endpoint.clone(),
+            project: self.otlp_project.clone(),
+        })
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -148,6 +180,12 @@ enum ConfigAction {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(message) = cli.command.otlp().map(OtlpArgs::request).transpose() {
+        use clap::CommandFactory as _;
+        Cli::command()
+            .error(clap::error::ErrorKind::InvalidValue, message)
+            .exit();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -187,6 +225,16 @@ fn init_logging(guard: Option<&telemetry::TelemetryGuard>) {
     };
 }
 
+impl Command {
+    /// The OTLP flags of a command that runs the engine.
+    fn otlp(&self) -> Option<&OtlpArgs> {
+        match self {
+            Command::Replay { run, .. } | Command::Evaluate { run, .. } => Some(&run.otlp),
+            _ => None,
+        }
+    }
+}
+
 async fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Demo { json, db, session } => {
@@ -194,7 +242,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             let turns = transcript::parse("demo", DEMO_TRANSCRIPT.as_bytes())?;
             let id = session.unwrap_or_else(|| format!("demo-{}", wiring::run_id()));
             let key = SessionKey::new("zocrates", "demo", id);
-            replay_turns(wiring, turns, db, key, json, None).await
+            replay_turns(wiring, turns, db, key, json, &OtlpArgs::default()).await
         }
         Command::Replay {
             file,
@@ -210,7 +258,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             )?;
             let id = session.unwrap_or_else(|| format!("replay-{}", wiring::run_id()));
             let key = SessionKey::new("zocrates", "replay", id);
-            replay_turns(wiring, turns, db, key, run.json, run.otlp).await
+            replay_turns(wiring, turns, db, key, run.json, &run.otlp).await
         }
         Command::Evaluate { run, db, target } => evaluate(run, target, db).await,
         Command::Inspect { target, db } => inspect(&target, db),
@@ -298,14 +346,15 @@ async fn replay_turns(
     db: Option<PathBuf>,
     key: SessionKey,
     json: bool,
-    otlp: Option<Option<String>>,
+    otlp: &OtlpArgs,
 ) -> Result<(), CliError> {
     let tmp = tempfile::tempdir()
         .map_err(|e| CliError::Other(format!("cannot create a temporary directory: {e}")))?;
     let kept = db.clone();
     let db = db.unwrap_or_else(|| tmp.path().join("sessions.db"));
     let store = open_store(&db)?;
-    let (telemetry, guard) = wiring::telemetry(otlp)?;
+    let (telemetry, guard, span_config) =
+        wiring::telemetry(otlp.request().map_err(CliError::Other)?)?;
     init_logging(guard.as_ref());
     let clock = Arc::new(MonotonicClock::default());
     let ids = Arc::new(ProcessIds::default());
@@ -323,7 +372,8 @@ async fn replay_turns(
             CliError::Database(format!(
                 "{e} (pick another --session, or leave it out for a new one)"
             ))
-        })?;
+        })?
+        .with_span_config(span_config);
     let mut out = std::io::stdout().lock();
     let banner = wiring.banner();
     if json {
@@ -439,7 +489,7 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
         run.summarizer.as_deref(),
     )?;
     let store = open_existing(&db)?;
-    let (telemetry, guard) = wiring::telemetry(run.otlp)?;
+    let (telemetry, guard, _) = wiring::telemetry(run.otlp.request().map_err(CliError::Other)?)?;
     init_logging(guard.as_ref());
     let engine = build_engine(
         &wiring,
@@ -451,6 +501,10 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
     let key = SessionKey::new(target.app, target.user, target.session);
     let outcome = engine.evaluate_and_compact(&key).await;
     drop(guard);
+    let warnings = scope_warnings(&store, &key);
+    for warning in &warnings {
+        eprintln!("warning: session {key}: {warning}");
+    }
     let mut out = std::io::stdout().lock();
     let summary = OutcomeSummary::of(&outcome);
     let probability = outcome.probability().map(|p| p.value());
@@ -464,6 +518,7 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
             "verdict": summary.verdict,
             "compaction_event_id": outcome.compaction().map(|c| c.event.id.clone()),
             "detail": summary.detail,
+            "warnings": warnings,
         });
         emit(&mut out, &record.to_string())?;
     } else {
@@ -488,6 +543,23 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
         return Err(CliError::Database(failure.to_string()));
     }
     Ok(())
+}
+
+/// What a person should know about the session besides the outcome: on an ADK file, user
+/// messages ADK's Runner filed inside a pipeline scope no `finish_task` closed (one outline
+/// read). A failed read is no warning; the engine already reported the store.
+fn scope_warnings(store: &ExistingStore, key: &SessionKey) -> Vec<String> {
+    match store {
+        ExistingStore::Adk(store) => store
+            .blocking()
+            .scoped_user_messages(key)
+            .ok()
+            .filter(|found| !found.is_empty())
+            .map(|found| found.to_string())
+            .into_iter()
+            .collect(),
+        ExistingStore::Native(_) => Vec::new(),
+    }
 }
 
 fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
@@ -519,7 +591,12 @@ fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
         ExistingStore::Adk(store) => {
             let session = store.blocking().get_session(&key).map_err(database)?;
             let compactions = compaction_core::compaction_history(&session.events);
-            let context = compaction_core::assemble_context(&session.events);
+            // Exactly what ADK's prompt builder shows: every summary it still renders.
+            let context = compaction_core::adk_prompt_context(&session.events);
+            let scoped = compaction_core::scoped_user_messages(&session.events);
+            if !scoped.is_empty() {
+                eprintln!("warning: session {key}: {scoped}");
+            }
             (
                 session.events.len() as u64,
                 session.revision,

@@ -27,6 +27,7 @@ use compaction_core::{
 };
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use telemetry::TelemetryConfig;
 use tracing::Instrument as _;
 
 use crate::transcript::TranscriptTurn;
@@ -132,6 +133,8 @@ pub struct Replay<S: SessionStore> {
     /// The timestamp of each turn's last event, oldest first.
     turn_last_timestamps: Vec<compaction_core::Timestamp>,
     turns: usize,
+    /// What each turn's span records (`telemetry::turn_span`).
+    span_config: TelemetryConfig,
 }
 
 /// A replay failure that stops the run (the store could not be written).
@@ -164,7 +167,15 @@ impl<S: SessionStore> Replay<S> {
             ledger: PromptLedger::default(),
             turn_last_timestamps: Vec::new(),
             turns: 0,
+            span_config: TelemetryConfig::default(),
         })
+    }
+
+    /// Records each turn's span as `config` says (hidden inputs and outputs); the default
+    /// records both, scrubbed.
+    pub fn with_span_config(mut self, config: TelemetryConfig) -> Self {
+        self.span_config = config;
+        self
     }
 
     /// Tokens the estimator gives an event.
@@ -212,11 +223,13 @@ impl<S: SessionStore> Replay<S> {
             .await
             .map_err(|e| ReplayError(e.to_string()))?
             .input;
-        let span = tracing::info_span!("turn", turn = n, session = %self.key);
+        // OpenInference's turn span (CHAIN, session.id, user.id, the user's message in, the
+        // record out), so that Phoenix lists the turn and nests both compaction spans under it.
+        let span = telemetry::turn_span(&self.span_config, &self.key, n as u64, &turn.user);
         let outcome = self
             .engine
             .evaluate_and_compact(&self.key)
-            .instrument(span)
+            .instrument(span.clone())
             .await;
         if let Some(c) = outcome.compaction() {
             self.revision = c.revision;
@@ -225,13 +238,17 @@ impl<S: SessionStore> Replay<S> {
         if let Outcome::StoreFailed { failure } = &outcome {
             return Err(ReplayError(format!("turn {n}: {failure}")));
         }
-        Ok(record(
+        let record = record(
             n,
             snapshot.completed_turns_since_compaction,
             without,
             with,
             &outcome,
-        ))
+        );
+        if let Ok(output) = serde_json::to_string(&record) {
+            telemetry::record_turn_output(&self.span_config, &span, &output);
+        }
+        Ok(record)
     }
 
     /// What the live summary stands in for: how many of the replayed turns it covers and its

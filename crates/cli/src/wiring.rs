@@ -203,26 +203,43 @@ pub(crate) fn config_store(explicit: Option<PathBuf>) -> Result<ConfigStore, Cli
     Ok(ConfigStore::open(path))
 }
 
-/// Telemetry: an OTLP exporter when `--otlp` or `OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT` asks
-/// for one, otherwise none (and no network traffic).
-pub(crate) fn telemetry(
-    otlp: Option<Option<String>>,
-) -> Result<(Arc<dyn Telemetry>, Option<telemetry::TelemetryGuard>), CliError> {
+/// What the `--otlp*` flags ask for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct OtlpRequest {
+    /// `--otlp` or `--otlp-endpoint` was given.
+    pub(crate) export: bool,
+    /// `--otlp-endpoint URL`.
+    pub(crate) endpoint: Option<String>,
+    /// `--otlp-project NAME`.
+    pub(crate) project: Option<String>,
+}
+
+/// The compaction spans' adapter, the exporter's guard (keep it alive; dropping it flushes)
+/// and what every span records.
+pub(crate) type Spans = (
+    Arc<dyn Telemetry>,
+    Option<telemetry::TelemetryGuard>,
+    telemetry::TelemetryConfig,
+);
+
+/// Telemetry: an OTLP exporter when `--otlp`, `--otlp-endpoint` or
+/// `OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT` asks for one, otherwise none (and no network
+/// traffic); plus what the spans record (the turn span honours it too).
+pub(crate) fn telemetry(otlp: OtlpRequest) -> Result<Spans, CliError> {
+    let config =
+        telemetry::TelemetryConfig::from_env().map_err(|e| CliError::Config(e.to_string()))?;
     let from_env = [telemetry::TRACES_ENDPOINT_ENV, telemetry::ENDPOINT_ENV]
         .iter()
         .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()));
-    let endpoint = match otlp {
-        Some(endpoint) => endpoint,
-        None if from_env => None,
-        None => return Ok((Arc::new(compaction_core::NoTelemetry), None)),
-    };
+    if !otlp.export && !from_env {
+        return Ok((Arc::new(compaction_core::NoTelemetry), None, config));
+    }
     let guard = telemetry::OtlpSetup::new()
-        .endpoint(endpoint.as_deref())
+        .endpoint(otlp.endpoint.as_deref())
+        .project_name(otlp.project.as_deref())
         .init()
         .map_err(|e| CliError::Config(e.to_string()))?;
-    let config =
-        telemetry::TelemetryConfig::from_env().map_err(|e| CliError::Config(e.to_string()))?;
-    Ok((Arc::new(guard.telemetry(config)), Some(guard)))
+    Ok((Arc::new(guard.telemetry(config)), Some(guard), config))
 }
 
 pub(crate) use service::{ProcessIds, SystemClock as MonotonicClock, run_id};

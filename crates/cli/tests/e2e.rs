@@ -355,7 +355,9 @@ fn demo_output() {
     });
 }
 
-/// `--otlp URL` exports the compaction spans, with the replay's turn spans, to a collector.
+/// `--otlp-endpoint URL` exports the compaction spans, with the replay's turn spans, to a
+/// collector; the turn span is OpenInference's CHAIN with `session.id`, filed under the
+/// project `--otlp-project` names.
 #[tokio::test(flavor = "multi_thread")]
 async fn otlp_export_reaches_a_collector() {
     let collector = MockServer::start().await;
@@ -370,8 +372,10 @@ async fn otlp_export_reaches_a_collector() {
     // may appear without a remote model.
     std::fs::write(&file, transcript(6, |_| 120_000)).expect("write");
     let out = offline_replay(dir.path(), &file)
-        .arg("--otlp")
+        .arg("--otlp-endpoint")
         .arg(format!("{}/v1/traces", collector.uri()))
+        .args(["--otlp-project", "e2e-project"])
+        .env_remove("PHOENIX_PROJECT_NAME")
         .output()
         .expect("run");
     assert!(
@@ -392,6 +396,74 @@ async fn otlp_export_reaches_a_collector() {
         "no turn span exported"
     );
     assert!(!text.contains(SCOPED), "a scoped payload was exported");
+    for needle in [
+        "openinference.project.name",
+        "e2e-project",
+        "session.id",
+        "user.id",
+        "CHAIN",
+        "compaction.turn",
+        "llm.token_count.total",
+        "compaction.summarize.token_counts_estimated",
+    ] {
+        assert!(text.contains(needle), "{needle} not exported");
+    }
+    // The old attribute `session` (the whole key as text) is gone: a key named exactly
+    // "session" is field 1 (tag 0x0a) of a KeyValue, length 7.
+    assert!(
+        !all.windows(9).any(|w| w == b"\x0a\x07session"),
+        "the old `session` attribute is still exported"
+    );
+}
+
+/// `--otlp` takes no value, so `replay --otlp FILE` reads FILE (issue 21 item 8); the old
+/// `--otlp=URL` form is a usage error naming `--otlp-endpoint`.
+#[test]
+fn otlp_takes_no_value_and_the_endpoint_has_its_own_flag() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("t.jsonl");
+    std::fs::write(&file, transcript(2, |_| 1_000)).expect("write");
+    // A port nobody listens on: the export fails quietly, the replay succeeds.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let out = compaction()
+        .args(["replay", "--otlp"])
+        .arg(&file)
+        .args(["--decision", "offline", "--summarizer", "offline", "--json"])
+        .env("ZOTERO_DATA_DIR", dir.path())
+        .env(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            format!("http://127.0.0.1:{port}/v1/traces"),
+        )
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains("\"turn\""))
+            .count(),
+        2,
+        "both turns of FILE were replayed"
+    );
+    let out = compaction()
+        .arg("replay")
+        .arg(&file)
+        .arg("--otlp=http://localhost:6006/v1/traces")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--otlp-endpoint http://localhost:6006/v1/traces"),
+        "{stderr}"
+    );
 }
 
 /// Usage errors exit 2 (clap names the flag and its values), a named config file that does not

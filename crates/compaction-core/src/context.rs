@@ -94,6 +94,107 @@ pub fn live_compaction_index(view: &[&Event]) -> Option<usize> {
     live_among(&non_subsumed).and_then(|live| usize::try_from(live.position).ok())
 }
 
+/// Indexes (into `view`) of the compactions ADK's prompt builder renders: every
+/// non-subsumed one, in view order. ADK's `_get_compaction_ranges` keeps exactly these (a
+/// containing range supersedes the ranges it contains; of identical ranges the later one
+/// stays), so two partially overlapping summaries — ADK's own sliding-window compactions of
+/// turns 1–4 and 3–6, say — are both rendered. A session only this engine wrote has one.
+pub fn rendered_compaction_indexes(view: &[&Event]) -> Vec<usize> {
+    (0..view.len())
+        .filter(|&i| view[i].compaction().is_some() && !is_subsumed(view, i))
+        .collect()
+}
+
+/// True when `event` is a non-compaction event whose timestamp some range of `rendered`
+/// covers: ADK hides it from the prompt.
+fn hidden_by(rendered: &[&EventCompaction], event: &Event) -> bool {
+    event.compaction().is_none() && rendered.iter().any(|c| c.covers(event.timestamp))
+}
+
+/// The ranges of the rendered compactions of `view`.
+fn rendered_ranges<'a>(view: &[&'a Event]) -> Vec<&'a EventCompaction> {
+    rendered_compaction_indexes(view)
+        .into_iter()
+        .filter_map(|i| view[i].compaction())
+        .collect()
+}
+
+/// The non-compaction events of `view` no rendered compaction covers, in order: what ADK
+/// shows verbatim, and the only events a rolling consolidation may still fold.
+pub fn uncovered_events<'a>(view: &[&'a Event]) -> Vec<&'a Event> {
+    let rendered = rendered_ranges(view);
+    view.iter()
+        .filter(|e| e.compaction().is_none() && !hidden_by(&rendered, e))
+        .copied()
+        .collect()
+}
+
+/// Positions in `events` of what a rolling consolidation reads: the [`live_tail`], plus every
+/// other rendered compaction (see [`rendered_compaction_indexes`]) and every uncovered
+/// coordinator event from the earliest rendered start on. For a session only this engine
+/// wrote it equals [`live_tail_positions`]; for one that also holds ADK's own overlapping
+/// summaries, [`crate::plan_compaction`] of these events equals that of the whole history,
+/// so a store that outlines every row (`AdkStore`) can answer the live tail with them. It
+/// reads only what an [`crate::EventOutline`] keeps.
+pub fn rolling_tail_positions(events: &[Event]) -> Vec<usize> {
+    let positions = coordinator_positions(events);
+    let view: Vec<&Event> = positions.iter().map(|&i| &events[i]).collect();
+    let rendered = rendered_compaction_indexes(&view);
+    let ranges: Vec<&EventCompaction> = rendered
+        .iter()
+        .filter_map(|&i| view[i].compaction())
+        .collect();
+    let Some(start) = ranges.iter().map(|c| c.start_timestamp).min() else {
+        return positions;
+    };
+    positions
+        .iter()
+        .zip(&view)
+        .enumerate()
+        .filter(|(i, (_, e))| {
+            rendered.contains(i)
+                || (e.compaction().is_none() && e.timestamp >= start && !hidden_by(&ranges, e))
+        })
+        .map(|(_, (&position, _))| position)
+        .collect()
+}
+
+/// The next prompt's context exactly as ADK 2.13's prompt builder (`_process_compaction_events`)
+/// assembles it from a whole history: every rendered compaction's summary placed at its end
+/// timestamp, every non-compaction event outside the union of their ranges verbatim, ordered
+/// by timestamp with append order breaking ties. It differs from [`assemble_context`] only
+/// when several summaries are rendered (ADK's own partially overlapping sliding-window
+/// compactions); `compaction inspect` shows this one for an ADK file.
+pub fn adk_prompt_context(events: &[Event]) -> AssembledContext {
+    let view = coordinator_view(events);
+    let rendered = rendered_compaction_indexes(&view);
+    let ranges = rendered_ranges(&view);
+    let mut items: Vec<(Timestamp, usize, ContextEntry)> = Vec::new();
+    for (i, event) in view.iter().enumerate() {
+        match event.compaction() {
+            Some(c) if rendered.contains(&i) => items.push((
+                c.end_timestamp,
+                i,
+                ContextEntry::Summary(LiveSummary {
+                    event_id: event.id.clone(),
+                    compaction: c.clone(),
+                }),
+            )),
+            Some(_) => {}
+            None if hidden_by(&ranges, event) => {}
+            None => items.push((
+                event.timestamp,
+                i,
+                ContextEntry::Event(Box::new((*event).clone())),
+            )),
+        }
+    }
+    items.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+    AssembledContext {
+        entries: items.into_iter().map(|(_, _, entry)| entry).collect(),
+    }
+}
+
 /// Ids of every compaction event of the coordinator view that is subsumed by another.
 pub fn subsumed_compaction_ids(events: &[Event]) -> Vec<String> {
     let view = coordinator_view(events);
@@ -287,4 +388,121 @@ pub fn assemble_around(
     }
     entries.extend(summary.map(ContextEntry::Summary));
     AssembledContext { entries }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::scoped_user_messages;
+    use crate::plan::plan_compaction;
+    use crate::testing::EventFactory;
+
+    /// Turns 1..=n, then ADK's own sliding-window summaries of turns 1–4 and 3–6 (appended
+    /// after turn 6, as ADK's runner does), then turns n+1..=m.
+    fn adk_windows(after: usize) -> Vec<Event> {
+        let mut f = EventFactory::new();
+        let mut events = Vec::new();
+        let mut bounds = Vec::new();
+        for i in 1..=6 {
+            let turn =
+                f.conversational_turn(&format!("inv{i}"), &format!("q{i}"), &format!("a{i}"));
+            bounds.push((turn[0].timestamp, turn[1].timestamp));
+            events.extend(turn);
+        }
+        events.push(f.compaction("adk-c1", bounds[0].0, bounds[3].1, "ADK summary 1-4"));
+        events.push(f.compaction("adk-c2", bounds[2].0, bounds[5].1, "ADK summary 3-6"));
+        for i in 7..=6 + after {
+            events.extend(f.conversational_turn(
+                &format!("inv{i}"),
+                &format!("q{i}"),
+                &format!("a{i}"),
+            ));
+        }
+        events
+    }
+
+    fn summaries(context: &AssembledContext) -> Vec<String> {
+        context
+            .entries
+            .iter()
+            .filter_map(|e| match e {
+                ContextEntry::Summary(s) => Some(s.compaction.summary_text()),
+                ContextEntry::Event(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn adk_renders_both_overlapping_summaries_and_hides_their_union() {
+        let events = adk_windows(2);
+        let adk = adk_prompt_context(&events);
+        assert_eq!(summaries(&adk), ["ADK summary 1-4", "ADK summary 3-6"]);
+        let verbatim: Vec<String> = adk.events().map(Event::text).collect();
+        assert_eq!(verbatim, ["q7", "a7", "q8", "a8"], "turns 1-6 hidden");
+        // The single-summary assembly shows turns 1-2 that ADK hides: inspect uses ADK's.
+        let core = assemble_context(&events);
+        assert!(core.events().any(|e| e.text() == "q1"));
+    }
+
+    #[test]
+    fn the_rolling_range_starts_at_the_earliest_rendered_start_and_folds_every_summary() {
+        let events = adk_windows(3);
+        let plan = plan_compaction(&events, 2).expect("turn 7 can be folded");
+        let previous = plan.previous.as_ref().expect("rolling");
+        assert_eq!(
+            previous.start_timestamp, events[0].timestamp,
+            "t_1 = turn 1"
+        );
+        assert_eq!(previous.summary, "ADK summary 1-4\n\nADK summary 3-6");
+        assert_eq!(previous.folded_event_ids.len(), 2);
+        assert_eq!(plan.start_timestamp, events[0].timestamp);
+        let slice: Vec<String> = plan.slice.iter().map(Event::text).collect();
+        assert_eq!(slice, ["q7", "a7"]);
+        assert!(
+            plan.summarizer_prompt().starts_with(
+                "Existing Conversation Summary:\nADK summary 1-4\n\nADK summary 3-6\n\n"
+            )
+        );
+        // After the append ADK renders one summary: the new one subsumes both of ADK's.
+        let mut after = events.clone();
+        let mut f = EventFactory::starting_at(10_000.0);
+        after.push(f.compaction("engine", plan.start_timestamp, plan.end_timestamp, "one"));
+        let adk = adk_prompt_context(&after);
+        assert_eq!(summaries(&adk), ["one"]);
+        let verbatim: Vec<String> = adk.events().map(Event::text).collect();
+        assert_eq!(verbatim, ["q8", "a8", "q9", "a9"]);
+        // And both views agree once one summary is rendered.
+        assert_eq!(adk, assemble_context(&after));
+        // The rolling tail plans the same as the whole history.
+        let tail: Vec<Event> = rolling_tail_positions(&events)
+            .into_iter()
+            .map(|i| events[i].clone())
+            .collect();
+        assert_eq!(plan_compaction(&tail, 2), Some(plan));
+        assert!(tail.iter().filter(|e| e.compaction().is_some()).count() == 2);
+    }
+
+    #[test]
+    fn user_messages_filed_inside_a_scope_are_found_and_the_warning_names_finish_task() {
+        let mut f = EventFactory::new();
+        let mut events = f.research_turn("inv1", "q1", "synthesis");
+        assert!(scoped_user_messages(&events).is_empty());
+        let mut stray = f.user("inv2", "q2, filed in the open scope");
+        stray.isolation_scope = Some("search_pipeline:fc-1".into());
+        events.push(stray);
+        let found = scoped_user_messages(&events);
+        assert_eq!(found.count, 1);
+        assert_eq!(found.scopes, ["search_pipeline:fc-1"]);
+        let warning = found.to_string();
+        assert!(warning.contains("finish_task"), "{warning}");
+        assert!(warning.contains("\"search_pipeline:fc-1\""), "{warning}");
+        // A compaction authored `user` inside a scope is not a message; a rewound one is gone.
+        let mut scoped_compaction =
+            f.compaction("inv3", events[0].timestamp, events[1].timestamp, "s");
+        scoped_compaction.isolation_scope = Some("search_pipeline:fc-1".into());
+        events.push(scoped_compaction);
+        assert_eq!(scoped_user_messages(&events).count, 1);
+        events.push(f.rewind("inv4", "inv2"));
+        assert!(scoped_user_messages(&events).is_empty());
+    }
 }

@@ -4,6 +4,8 @@
 //! model (or skips it at the hard backstop), plans the slice, runs the rolling consolidation
 //! summarizer and appends the compaction event with the revision it read. It never returns
 //! an error: every failure becomes an [`Outcome`] that says what happened (fail-open).
+//! A failure text it traces passes through [`scrub`] first: an exporter that ships log
+//! events (a standard tracing-opentelemetry layer does) never receives a key-shaped token.
 
 use std::fmt;
 use std::future::Future;
@@ -28,6 +30,7 @@ use crate::ports::{
     SummarizeEnd, SummarizeStart, Summarizer, SummaryRequest, Telemetry,
 };
 use crate::probe::{Probability, ProbeRequest, Verdict, verdict};
+use crate::scrub::scrub;
 use crate::session::{Revision, Session, SessionKey};
 use crate::settings::{EffectiveSettings, Settings, SettingsError};
 use crate::state::{DEFAULT_STATE_BUDGET_TOKENS, extract_decision_state};
@@ -531,6 +534,7 @@ impl Engine {
                 if failure.kind() != FailureKind::NothingToShow {
                     tracing::warn!(
                         kind = failure.kind().label(),
+                        failure = %scrub(failure.message()),
                         "compaction probe failed; continuing (fail-open)"
                     );
                 }
@@ -643,6 +647,7 @@ impl Engine {
                 let failure = Failure::from_store(e);
                 tracing::warn!(
                     kind = failure.kind().label(),
+                    failure = %scrub(failure.message()),
                     "shadow decision not recorded (fail-open)"
                 );
                 Some(failure)
@@ -674,6 +679,7 @@ impl Engine {
             request: &request,
             range: (plan.start_timestamp, plan.end_timestamp),
             slice_turns: plan.slice_turn_count(),
+            retained_turns: plan.retained_turns,
             forced,
         });
         let answer = within(
@@ -746,7 +752,10 @@ impl Engine {
                     failure: Some(&failure),
                 });
                 if stale {
-                    tracing::info!(%failure, "compaction dropped: session moved on");
+                    tracing::info!(
+                        failure = %scrub(failure.message()),
+                        "compaction dropped: session moved on"
+                    );
                     Outcome::StaleDropped {
                         failure,
                         probability,
@@ -786,6 +795,7 @@ fn summarizer_failed(
 ) -> Outcome {
     tracing::warn!(
         kind = failure.kind().label(),
+        failure = %scrub(failure.message()),
         "compaction summarizer failed; nothing written (fail-open)"
     );
     span.finish(&SummarizeEnd {
@@ -806,6 +816,7 @@ fn store_failure(error: StoreError) -> Outcome {
 fn store_failed(failure: Failure) -> Outcome {
     tracing::warn!(
         kind = failure.kind().label(),
+        failure = %scrub(failure.message()),
         "compaction store failed; nothing written (fail-open)"
     );
     Outcome::StoreFailed { failure }

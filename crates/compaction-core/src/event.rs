@@ -373,8 +373,8 @@ impl Event {
 }
 
 /// The few fields of an event's JSON that decide which events a live tail and the gate's
-/// prompt-token figure need: its timestamp, isolation scope, prompt tokens, compaction range
-/// and rewind target. Everything else — content above all — is skipped unread, so a store
+/// prompt-token figure need: its timestamp, author, isolation scope, prompt tokens,
+/// compaction range and rewind target. Everything else — content above all — is skipped unread, so a store
 /// can outline a long history cheaply, run [`crate::live_tail_positions`] on the outlines
 /// and parse only those rows whole. It accepts the same spellings as [`Event`].
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
@@ -382,6 +382,8 @@ pub struct EventOutline {
     /// The JSON's timestamp, when it has one.
     #[serde(default)]
     pub timestamp: Option<Timestamp>,
+    #[serde(default)]
+    author: Option<String>,
     #[serde(default, alias = "isolationScope")]
     isolation_scope: Option<String>,
     #[serde(default, alias = "usageMetadata")]
@@ -413,8 +415,8 @@ struct CompactionOutline {
 }
 
 impl EventOutline {
-    /// A stand-in [`Event`] carrying only the outlined fields (no author, no content; a
-    /// compaction's summary is empty), with the row's `id`, `invocation_id` and `timestamp`.
+    /// A stand-in [`Event`] carrying only the outlined fields (no content; a compaction's
+    /// summary is empty), with the row's `id`, `invocation_id` and `timestamp`.
     /// The live-tail positions and the coordinator prompt tokens of stand-ins equal those of
     /// the whole events.
     pub fn into_event(
@@ -423,7 +425,12 @@ impl EventOutline {
         invocation_id: impl Into<String>,
         timestamp: Timestamp,
     ) -> Event {
-        let mut event = Event::new(id, invocation_id, "", timestamp);
+        let mut event = Event::new(
+            id,
+            invocation_id,
+            self.author.unwrap_or_default(),
+            timestamp,
+        );
         event.isolation_scope = self.isolation_scope;
         event.usage_metadata =
             self.usage_metadata

@@ -138,9 +138,12 @@ impl Failure {
     /// [`FailureKind::Other`]), `context: error` as the message, the error as the source.
     pub fn from_adapter(context: &str, error: AdapterError) -> Self {
         let kind = kind_of(error.as_ref());
+        // An adapter's words must never carry a secret; scrub anyway before anything records
+        // them (outcomes are printed, stored by hosts and exported).
+        let message = crate::scrub::scrub(&format!("{context}: {error}")).into_owned();
         Failure {
             kind,
-            message: format!("{context}: {error}"),
+            message,
             source: Some(Arc::from(error)),
         }
     }

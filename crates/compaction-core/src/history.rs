@@ -71,6 +71,79 @@ pub fn coordinator_positions(events: &[Event]) -> Vec<usize> {
     positions
 }
 
+/// User messages a host filed inside an isolated scope (rewinds applied).
+///
+/// Spec 7.1 writes a search pipeline's events with `isolation_scope`. ADK's `Runner` treats
+/// a scope that no `finish_task` function response closed as a task paused for the user, and
+/// stamps every next user message with that scope: the coordinator never sees those
+/// messages, and the engine, which reads only the coordinator's view, counts no new turn.
+/// The engine cannot repair the host; this says that it happened and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ScopedUserMessages {
+    /// How many user messages sit inside a scope.
+    pub count: usize,
+    /// The scopes they sit in, distinct, in order of first appearance.
+    pub scopes: Vec<String>,
+}
+
+impl ScopedUserMessages {
+    /// True when no user message sits inside a scope.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+impl std::fmt::Display for ScopedUserMessages {
+    /// The warning a person reads: what happened, what it costs, and the fix.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scopes: Vec<String> = self.scopes.iter().map(|s| format!("{s:?}")).collect();
+        write!(
+            f,
+            "{} user message(s) sit inside a pipeline scope ({}): the coordinator never sees \
+             them and they count as no turn. ADK's Runner files each new user message inside \
+             a scope that no `finish_task` closed. Fix the host: end each pipeline scope with \
+             a `finish_task` function response (response {{\"result\": \"Task completed.\"}}) \
+             in that scope.",
+            self.count,
+            scopes.join(", ")
+        )
+    }
+}
+
+/// The user messages of `events` (rewinds applied) that carry an isolation scope: events
+/// authored `user` with text or an attachment (what would start a turn if unscoped). A
+/// compaction event (authored `user`, no content) or a tool result is not a message.
+pub fn scoped_user_messages(events: &[Event]) -> ScopedUserMessages {
+    let mut found = ScopedUserMessages::default();
+    for i in scoped_user_candidate_positions(events) {
+        let event = &events[i];
+        if event.is_partial() || !(event.has_text() || event.attachment_types().next().is_some()) {
+            continue;
+        }
+        let Some(scope) = &event.isolation_scope else {
+            continue;
+        };
+        found.count += 1;
+        if !found.scopes.contains(scope) {
+            found.scopes.push(scope.clone());
+        }
+    }
+    found
+}
+
+/// Positions of the events that may be [`scoped_user_messages`]: rewinds applied, authored
+/// `user`, scoped, not a compaction. It reads only what an [`crate::EventOutline`] keeps, so a
+/// store can outline every row and read only these whole.
+pub fn scoped_user_candidate_positions(events: &[Event]) -> Vec<usize> {
+    rewound_positions(events)
+        .into_iter()
+        .filter(|&i| {
+            let e = &events[i];
+            !e.is_unscoped() && e.is_user() && e.compaction().is_none()
+        })
+        .collect()
+}
+
 /// One turn: a user query and everything the coordinator did in answer to it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Turn<'a> {

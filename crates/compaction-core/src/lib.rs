@@ -42,6 +42,7 @@ pub mod history;
 pub mod plan;
 pub mod ports;
 pub mod probe;
+pub mod scrub;
 pub mod session;
 pub mod settings;
 pub mod state;
@@ -55,8 +56,9 @@ pub mod testing;
 pub use async_trait::async_trait;
 pub use builder::EventBuilder;
 pub use context::{
-    AssembledContext, CompactionEntry, ContextEntry, LiveSummary, assemble_around,
-    assemble_context, compaction_history, live_tail, live_tail_positions, subsumed_compaction_ids,
+    AssembledContext, CompactionEntry, ContextEntry, LiveSummary, adk_prompt_context,
+    assemble_around, assemble_context, compaction_history, live_tail, live_tail_positions,
+    rendered_compaction_indexes, rolling_tail_positions, subsumed_compaction_ids, uncovered_events,
 };
 pub use engine::{
     Compaction, ContinueReason, DEFAULT_PROBE_DEADLINE, DEFAULT_SUMMARIZE_DEADLINE, Engine,
@@ -72,7 +74,8 @@ pub use gate::{
     FastExitReason, GateDecision, GateInput, coordinator_prompt_tokens, envelope_gate, gate_input,
 };
 pub use history::{
-    Turn, apply_rewinds, completed_turns, coordinator_positions, coordinator_view, turns,
+    ScopedUserMessages, Turn, apply_rewinds, completed_turns, coordinator_positions,
+    coordinator_view, scoped_user_candidate_positions, scoped_user_messages, turns,
 };
 pub use plan::{
     CompactionPlan, MAX_TOOL_CONTENT_CHARS, PreviousCompaction, TurnDigest, plan_compaction,

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::context::live_compaction_index;
+use crate::context::{live_compaction_index, rendered_compaction_indexes, uncovered_events};
 use crate::event::{Actions, Content, Event, EventCompaction, USER_AUTHOR};
 use crate::history::{Turn, coordinator_view, turns};
 use crate::time::Timestamp;
@@ -17,17 +17,23 @@ pub const MAX_TOOL_CONTENT_CHARS: usize = 30_000;
 /// data lives only here.
 pub const METADATA_KEY: &str = "adaptive_compaction";
 
-/// The live compaction a rolling consolidation builds on.
+/// The live compaction a rolling consolidation builds on, together with every other summary
+/// ADK still renders (its own partially overlapping sliding-window compactions), so that the
+/// new range contains them all and ADK renders one summary afterwards.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PreviousCompaction {
-    /// Id of its event.
+    /// Id of the live compaction's event.
     pub event_id: String,
-    /// Its range start (t_1).
+    /// t_1: the earliest start among the rendered summaries (the live one's start for a
+    /// session only this engine wrote).
     pub start_timestamp: Timestamp,
-    /// Its range end.
+    /// The live compaction's end (the greatest end of any summary).
     pub end_timestamp: Timestamp,
-    /// Its summary text.
+    /// The rendered summaries' texts in order of range start, separated by a blank line
+    /// (the live summary's text alone when it is the only one).
     pub summary: String,
+    /// Ids of every rendered compaction event folded in, in order of range start.
+    pub folded_event_ids: Vec<String>,
 }
 
 /// One turn of the slice, digested for summarizers that work on structure rather than text.
@@ -48,12 +54,13 @@ pub struct TurnDigest {
 pub struct CompactionPlan {
     /// The live compaction, when this is a rolling consolidation.
     pub previous: Option<PreviousCompaction>,
-    /// The unscoped events after the previous compaction's end, up to the last event of
-    /// turn N-K, in order.
+    /// The unscoped events no rendered summary covers, from t_1 on, up to the last event of
+    /// turn N-K, in order (for a session only this engine wrote: the events after the live
+    /// compaction's end).
     pub slice: Vec<Event>,
     /// The slice's turns, digested.
     pub turns: Vec<TurnDigest>,
-    /// t_1: the previous compaction's start, or the slice's first event.
+    /// t_1: the earliest start among the rendered summaries, or the slice's first event.
     pub start_timestamp: Timestamp,
     /// t_{N-K}: the slice's last event (the last event of turn N-K).
     pub end_timestamp: Timestamp,
@@ -69,17 +76,40 @@ pub struct CompactionPlan {
 /// Plans a compaction that keeps the last `k` completed turns verbatim. Returns `None` when
 /// there is nothing new to fold (no completed turn before the retained ones that is not
 /// already summarized).
+///
+/// Turns are counted among the events no rendered summary covers (the verbatim ones), so K
+/// counts verbatim turns. Every summary ADK still renders is folded into the new one and the
+/// range starts at the earliest of their starts: after this compaction ADK renders one
+/// summary even when the session held ADK's own overlapping sliding-window summaries.
 pub fn plan_compaction(events: &[Event], k: usize) -> Option<CompactionPlan> {
     let view = coordinator_view(events);
-    let previous = live_compaction_index(&view).and_then(|i| {
-        view[i].compaction().map(|c| PreviousCompaction {
-            event_id: view[i].id.clone(),
-            start_timestamp: c.start_timestamp,
-            end_timestamp: c.end_timestamp,
-            summary: c.summary_text(),
+    let previous = live_compaction_index(&view).and_then(|live| {
+        let mut rendered: Vec<&Event> = rendered_compaction_indexes(&view)
+            .into_iter()
+            .map(|i| view[i])
+            .collect();
+        rendered.sort_by_key(|e| e.compaction().map(|c| (c.start_timestamp, c.end_timestamp)));
+        let live_range = view[live].compaction()?;
+        Some(PreviousCompaction {
+            event_id: view[live].id.clone(),
+            start_timestamp: rendered
+                .iter()
+                .filter_map(|e| e.compaction())
+                .map(|c| c.start_timestamp)
+                .min()
+                .unwrap_or(live_range.start_timestamp),
+            end_timestamp: live_range.end_timestamp,
+            summary: rendered
+                .iter()
+                .filter_map(|e| e.compaction())
+                .map(|c| c.summary_text().trim().to_owned())
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+            folded_event_ids: rendered.iter().map(|e| e.id.clone()).collect(),
         })
     });
-    let all_turns = turns(&view);
+    let uncovered = uncovered_events(&view);
+    let all_turns = turns(&uncovered);
     let completed: Vec<&Turn<'_>> = all_turns.iter().filter(|t| t.is_completed()).collect();
     if completed.len() <= k {
         return None;
@@ -87,23 +117,32 @@ pub fn plan_compaction(events: &[Event], k: usize) -> Option<CompactionPlan> {
     // The last event of turn N-K bounds the slice (inclusive).
     let boundary_turn = completed[completed.len() - k - 1];
     let boundary = boundary_turn.last_timestamp();
+    // A range that stopped short of the live summary's end would leave that summary rendered
+    // beside the new one: wait until turn N-K lies after it (always so when only this engine
+    // wrote summaries; only a gap between ADK's own summaries can put it before).
+    if previous
+        .as_ref()
+        .is_some_and(|p| boundary < p.end_timestamp)
+    {
+        return None;
+    }
     // By position, not by timestamp: an event after turn N-K that carries a timestamp no
     // later than the boundary is exactly what must not be folded silently.
     let first_retained_timestamp = boundary_turn.events.last().and_then(|last| {
-        view.iter()
+        uncovered
+            .iter()
             .position(|e| std::ptr::eq(*e, *last))
-            .and_then(|i| view[i + 1..].iter().find(|e| e.compaction().is_none()))
+            .and_then(|i| uncovered[i + 1..].iter().find(|e| e.compaction().is_none()))
             .map(|e| e.timestamp)
     });
-    let after_previous = |e: &&&Event| {
+    let from_start = |e: &&&Event| {
         previous
             .as_ref()
-            .is_none_or(|p| e.timestamp > p.end_timestamp)
+            .is_none_or(|p| e.timestamp >= p.start_timestamp)
     };
-    let slice: Vec<Event> = view
+    let slice: Vec<Event> = uncovered
         .iter()
-        .filter(|e| e.compaction().is_none())
-        .filter(after_previous)
+        .filter(from_start)
         .take_while(|e| e.timestamp <= boundary)
         .map(|e| (*e).clone())
         .collect();

@@ -465,6 +465,9 @@ pub struct SummarizeStart<'a> {
     pub range: (Timestamp, Timestamp),
     /// Turns in the slice.
     pub slice_turns: usize,
+    /// K: completed turns kept verbatim after the range (the compaction event's
+    /// `retained_turns`).
+    pub retained_turns: usize,
     /// True when the hard backstop forced this compaction.
     pub forced: bool,
 }
@@ -522,6 +525,7 @@ impl<'a> SummarizeStart<'a> {
         request: &'a SummaryRequest,
         range: (Timestamp, Timestamp),
         slice_turns: usize,
+        retained_turns: usize,
         forced: bool,
     ) -> Self {
         SummarizeStart {
@@ -529,6 +533,7 @@ impl<'a> SummarizeStart<'a> {
             request,
             range,
             slice_turns,
+            retained_turns,
             forced,
         }
     }

@@ -64,7 +64,7 @@ const MIGRATIONS: &[&str] = &[
     // 3: shadow-mode decisions (compaction-core's `DecisionRecord` as JSON), kept beside the
     // session, never in its event history.
     r#"
-    CREATE TABLE decisions (
+    CREATE TABLE IF NOT EXISTS decisions (
         session_pk INTEGER NOT NULL REFERENCES sessions (pk) ON DELETE CASCADE,
         seq        INTEGER NOT NULL,                -- 1-based, in recording order
         body       TEXT    NOT NULL,

@@ -409,6 +409,10 @@ enum Step {
     Research,
     /// A rolling compaction ending that many events before the last one (retention).
     Compaction(usize),
+    /// ADK's own sliding-window compaction: from the first event of the turn `.0` turns
+    /// before the last to the last event of the turn `.1` turns before the last (`.1 <= .0`),
+    /// so windows overlap the way `compaction_interval` / `overlap_size` make them.
+    Window(usize, usize),
     Rewind(usize),
 }
 
@@ -418,6 +422,7 @@ fn step() -> impl proptest::strategy::Strategy<Value = Step> {
         4 => Just(Step::Conversational),
         3 => Just(Step::Research),
         1 => (0_usize..6).prop_map(Step::Compaction),
+        1 => (0_usize..4, 0_usize..3).prop_map(|(a, b)| Step::Window(a.max(b), b)),
         1 => (0_usize..8).prop_map(Step::Rewind),
     ]
 }
@@ -445,6 +450,8 @@ proptest::proptest! {
         // ranges line up with the events they cover.
         let mut f = EventFactory::starting_at(now().ceil() + 1.0);
         let mut events: Vec<Event> = Vec::new();
+        // (first, last) event index of each turn, oldest first.
+        let mut turns: Vec<(usize, usize)> = Vec::new();
         for (i, s) in steps.iter().enumerate() {
             let inv = format!("inv{i}");
             let tokens = 1_000 * i as u64;
@@ -454,6 +461,7 @@ proptest::proptest! {
                     if i % 3 != 0 {
                         turn[1] = turn[1].clone().with_prompt_tokens(tokens);
                     }
+                    turns.push((events.len(), events.len() + turn.len() - 1));
                     events.extend(turn);
                 }
                 Step::Research => {
@@ -461,6 +469,7 @@ proptest::proptest! {
                     // A sub-agent's spike, which the gate must never see.
                     turn[2] = turn[2].clone().with_prompt_tokens(1_000_000 + tokens);
                     turn[5] = turn[5].clone().with_prompt_tokens(tokens);
+                    turns.push((events.len(), events.len() + turn.len() - 1));
                     events.extend(turn);
                 }
                 Step::Compaction(retained) => {
@@ -469,6 +478,15 @@ proptest::proptest! {
                     {
                         let (start, end) = (first.timestamp, events[last].timestamp);
                         events.push(f.compaction(&inv, start, end, "summary"));
+                    }
+                }
+                Step::Window(from, to) => {
+                    if let (Some(first), Some(last)) = (
+                        turns.len().checked_sub(1 + from).map(|t| turns[t].0),
+                        turns.len().checked_sub(1 + to).map(|t| turns[t].1),
+                    ) {
+                        let (start, end) = (events[first].timestamp, events[last].timestamp);
+                        events.push(f.compaction(&inv, start, end, &format!("adk window {i}")));
                     }
                 }
                 Step::Rewind(back) => {
@@ -492,7 +510,23 @@ proptest::proptest! {
         );
         proptest::prop_assert_eq!(assemble_context(&session.events), assemble_context(&events));
         let tail = store.load_live_tail(&key()).unwrap();
-        proptest::prop_assert_eq!(&tail.events, &live_tail(&events));
+        let rolling: Vec<Event> = compaction_core::rolling_tail_positions(&events)
+            .into_iter()
+            .map(|i| events[i].clone())
+            .collect();
+        proptest::prop_assert_eq!(&tail.events, &rolling);
+        // The live tail is a part of it, and the engine plans the same from it as from the
+        // whole history, ADK's own overlapping summaries included.
+        for event in live_tail(&events) {
+            proptest::prop_assert!(rolling.contains(&event));
+        }
+        for k in 0..3 {
+            proptest::prop_assert_eq!(
+                compaction_core::plan_compaction(&tail.events, k),
+                compaction_core::plan_compaction(&events, k),
+                "plan with K = {}", k
+            );
+        }
         proptest::prop_assert_eq!(tail.revision, revision);
         proptest::prop_assert_eq!(&tail.state, &session.state);
         let snapshot = store.gate_snapshot(&key()).unwrap();

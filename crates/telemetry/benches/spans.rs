@@ -70,6 +70,7 @@ fn bench(c: &mut Criterion) {
                 black_box(&summary_request),
                 range,
                 12,
+                2,
                 false,
             ));
             span.finish(&SummarizeEnd::new(Some(&summary), None));

@@ -54,10 +54,16 @@ pub const DECISION_TOKEN_COUNT_INPUT: &str = "decision.token_count.input";
 /// Output tokens the decision model reported.
 pub const DECISION_TOKEN_COUNT_OUTPUT: &str = "decision.token_count.output";
 
-/// The configured decision-model slug.
+/// The decision model that answered: the model the host reported serving the call, else the
+/// adapter's own model (`ModelInfo::model`: the offline model names itself).
 pub const COMPACTION_DECISION_MODEL: &str = "compaction.decision.model";
-/// The probe's round-trip latency in milliseconds (f64), measured by this crate.
+/// The decision-model slug of the settings (`decision_model`), whoever answered.
+pub const COMPACTION_DECISION_CONFIGURED_MODEL: &str = "compaction.decision.configured_model";
+/// The probe's round-trip latency in whole milliseconds (an integer, as the spec shows it),
+/// measured by this crate.
 pub const COMPACTION_DECISION_LATENCY_MS: &str = "compaction.decision.latency_ms";
+/// The same latency in milliseconds as a float, for sub-millisecond (offline) probes.
+pub const COMPACTION_DECISION_LATENCY_MS_PRECISE: &str = "compaction.decision.latency_ms_precise";
 /// τ.
 pub const COMPACTION_DECISION_THRESHOLD: &str = "compaction.decision.threshold";
 /// `COMPRESS` or `CONTINUE`.
@@ -72,6 +78,27 @@ pub const COMPACTION_SUMMARIZE_RANGE: &str = "compaction.summarize.range";
 pub const COMPACTION_SUMMARIZE_SLICE_TURNS: &str = "compaction.summarize.slice_turns";
 /// True when the hard backstop forced the compaction.
 pub const COMPACTION_SUMMARIZE_FORCED: &str = "compaction.summarize.forced";
+/// K: completed turns kept verbatim after the range (the compaction event's
+/// `retained_turns`).
+pub const COMPACTION_SUMMARIZE_RETAINED_TURNS: &str = "compaction.summarize.retained_turns";
+/// True when some `llm.token_count.*` figure is this crate's estimate (compaction-core's
+/// token estimator on the prompt and the summary) because the summarizer reported none
+/// (the offline summarizer never does). Absent when every figure is the model's.
+pub const COMPACTION_SUMMARIZE_TOKEN_COUNTS_ESTIMATED: &str =
+    "compaction.summarize.token_counts_estimated";
+
+/// The name of the host's per-turn span (the parent of both compaction spans).
+pub const TURN_SPAN_NAME: &str = "turn";
+/// OpenInference's session id: Phoenix's Sessions view groups traces by it.
+pub const SESSION_ID: &str = "session.id";
+/// OpenInference's user id.
+pub const USER_ID: &str = "user.id";
+/// The session's app name on the turn span.
+pub const COMPACTION_APP: &str = "compaction.app";
+/// The 1-based turn number (an integer) on the turn span.
+pub const COMPACTION_TURN: &str = "compaction.turn";
+/// The resource attribute Phoenix files spans under a project by.
+pub const OPENINFERENCE_PROJECT_NAME: &str = "openinference.project.name";
 
 /// The OpenTelemetry exception event's name.
 pub const EXCEPTION_EVENT: &str = "exception";
@@ -84,6 +111,8 @@ pub const SPAN_KIND_EVALUATOR: &str = "EVALUATOR";
 pub const SPAN_KIND_DECISION: &str = "DECISION";
 /// `openinference.span.kind` for an LLM call.
 pub const SPAN_KIND_LLM: &str = "LLM";
+/// `openinference.span.kind` for a chain of steps (the host's turn).
+pub const SPAN_KIND_CHAIN: &str = "CHAIN";
 
 /// MIME type of JSON values.
 pub const MIME_JSON: &str = "application/json";
@@ -91,4 +120,4 @@ pub const MIME_JSON: &str = "application/json";
 pub const MIME_TEXT: &str = "text/plain";
 
 /// What a hidden value is replaced with (OpenInference's `REDACTED_VALUE`).
-pub const REDACTED: &str = "__REDACTED__";
+pub const REDACTED: &str = compaction_core::scrub::REDACTED;

@@ -7,17 +7,27 @@
 //!
 //! - `compaction_decision_probe` (`openinference.span.kind = EVALUATOR`, or `DECISION` when
 //!   configured): the probe's input (`earlier_discussion`, `latest_turn`, `rubric`) and output
-//!   (`probability`, `verdict`), the model, latency, threshold and verdict under
-//!   `compaction.decision.*`, OpenInference's `decision.*` model attributes and token counts,
-//!   and `metadata` (`completed_turns`, `prompt_tokens`). A failed probe ends with status
-//!   ERROR and the fail-open verdict `CONTINUE`.
+//!   (`probability`, `verdict`); under `compaction.decision.*` the model that answered
+//!   (`model`; the settings' slug in `configured_model`), the latency in whole milliseconds
+//!   (`latency_ms`, an integer; `latency_ms_precise` a float), threshold and verdict;
+//!   OpenInference's `decision.*` model attributes and token counts, and `metadata`
+//!   (`completed_turns`, `prompt_tokens`). A failed probe ends with status ERROR and the
+//!   fail-open verdict `CONTINUE`.
 //! - `compact_session_history` (`LLM`): the summarizer prompt and summary, `llm.model_name`,
-//!   `llm.token_count.*`, `compaction.summarize.range` (`[t_1, t_{N-K}]`), the slice's turn
-//!   count and the forced flag.
+//!   `llm.token_count.*` (the estimator's figures when the summarizer reports none, with
+//!   `compaction.summarize.token_counts_estimated = true`), `compaction.summarize.range`
+//!   (`[t_1, t_{N-K}]`), the slice's turn count, K (`retained_turns`) and the forced flag.
+//!
+//! The host's own span around an evaluation comes from [`turn_span`]: a `CHAIN` span with
+//! `session.id`, `user.id`, the turn number and the user's message and outcome as input and
+//! output, so that Phoenix lists the turn, groups it under its session, and shows both
+//! compaction spans beneath it.
 //!
 //! [`init_otlp`] sets up an OTLP/HTTP exporter (Phoenix's `http://localhost:6006/v1/traces`
-//! unless told otherwise) with a batch processor; its guard flushes on drop. The attribute
-//! keys are in [`keys`].
+//! unless told otherwise) with a batch processor; its guard flushes on drop. Its resource
+//! carries `openinference.project.name` when a project is named ([`OtlpSetup::project_name`]
+//! or `PHOENIX_PROJECT_NAME`), so that spans land in that Phoenix project instead of
+//! `default`. The attribute keys are in [`keys`].
 //!
 //! # What this crate must never do
 //! It never records an API key: it reads no credentials, and every free-text value it records
@@ -60,13 +70,19 @@ mod config;
 mod error;
 pub mod keys;
 mod otlp;
-pub mod scrub;
+/// The key-shaped-token scrubber every recorded text passes through: compaction-core's, the
+/// one the engine's own log lines use.
+pub mod scrub {
+    pub use compaction_core::scrub::{REDACTED, scrub};
+}
 mod spans;
+mod turn;
 
 pub use config::{HIDE_INPUTS_ENV, HIDE_OUTPUTS_ENV, ProbeSpanKind, TelemetryConfig};
 pub use error::TelemetryError;
 pub use otlp::{
-    DEFAULT_SERVICE_NAME, ENDPOINT_ENV, OtlpSetup, PHOENIX_ENDPOINT, SERVICE_NAME_ENV,
-    TRACES_ENDPOINT_ENV, TelemetryGuard, init_otlp, shown_endpoint,
+    DEFAULT_SERVICE_NAME, ENDPOINT_ENV, OtlpSetup, PHOENIX_ENDPOINT, PROJECT_NAME_ENV,
+    SERVICE_NAME_ENV, TRACES_ENDPOINT_ENV, TelemetryGuard, init_otlp, shown_endpoint,
 };
 pub use spans::OpenInferenceTelemetry;
+pub use turn::{record_turn_output, turn_span};

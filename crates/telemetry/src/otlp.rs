@@ -25,6 +25,9 @@ pub const TRACES_ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
 pub const ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 /// The standard service-name variable.
 pub const SERVICE_NAME_ENV: &str = "OTEL_SERVICE_NAME";
+/// Phoenix's project variable (as `phoenix.otel.register` reads it): the project the spans are
+/// filed under, sent as the resource attribute `openinference.project.name`.
+pub const PROJECT_NAME_ENV: &str = "PHOENIX_PROJECT_NAME";
 /// The service name when [`SERVICE_NAME_ENV`] is unset.
 pub const DEFAULT_SERVICE_NAME: &str = "adaptive-compaction";
 
@@ -82,6 +85,7 @@ pub fn shown_endpoint(endpoint: &str) -> String {
 /// The OTLP/HTTP exporter's setup, for callers who need more than [`init_otlp`].
 pub struct OtlpSetup {
     endpoint: Option<String>,
+    project_name: Option<String>,
     lookup: Lookup,
     install_subscriber: bool,
 }
@@ -90,6 +94,7 @@ impl std::fmt::Debug for OtlpSetup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OtlpSetup")
             .field("endpoint", &self.endpoint.as_deref().map(shown_endpoint))
+            .field("project_name", &self.project_name)
             .field("install_subscriber", &self.install_subscriber)
             .finish_non_exhaustive()
     }
@@ -106,6 +111,7 @@ impl OtlpSetup {
     pub fn new() -> Self {
         OtlpSetup {
             endpoint: None,
+            project_name: None,
             lookup: Box::new(|var| std::env::var(var).ok()),
             install_subscriber: false,
         }
@@ -119,6 +125,27 @@ impl OtlpSetup {
             .filter(|e| !e.is_empty())
             .map(str::to_owned);
         self
+    }
+
+    /// The Phoenix project the spans land in (the resource attribute
+    /// `openinference.project.name`); it overrides [`PROJECT_NAME_ENV`]. `None` or blank
+    /// leaves the choice to the environment, then to Phoenix (its `default` project).
+    pub fn project_name(mut self, project: Option<&str>) -> Self {
+        self.project_name = project
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned);
+        self
+    }
+
+    /// The project the spans are filed under: the explicit one, else [`PROJECT_NAME_ENV`];
+    /// `None` lets Phoenix use its `default` project.
+    pub fn resolve_project_name(&self) -> Option<String> {
+        self.project_name.clone().or_else(|| {
+            (self.lookup)(PROJECT_NAME_ENV)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        })
     }
 
     /// Reads variables through `lookup` instead of the process environment.
@@ -188,9 +215,16 @@ impl OtlpSetup {
             .map(|v| v.trim().to_owned())
             .filter(|v| !v.is_empty())
             .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_owned());
+        let mut resource = Resource::builder().with_service_name(service_name);
+        if let Some(project) = self.resolve_project_name() {
+            resource = resource.with_attribute(opentelemetry::KeyValue::new(
+                keys::OPENINFERENCE_PROJECT_NAME,
+                project,
+            ));
+        }
         let provider = SdkTracerProvider::builder()
             .with_batch_exporter(exporter)
-            .with_resource(Resource::builder().with_service_name(service_name).build())
+            .with_resource(resource.build())
             .build();
         let guard = TelemetryGuard {
             provider,
@@ -307,6 +341,20 @@ mod tests {
         assert!(!format!("{s:?}").contains("TOPSECRET"));
         let err = s.resolve_endpoint().unwrap_err();
         assert!(!format!("{err} {err:?}").contains("TOPSECRET"), "{err}");
+    }
+
+    #[test]
+    fn the_project_name_comes_from_the_setup_then_phoenix_s_variable() {
+        assert_eq!(setup(&[]).resolve_project_name(), None);
+        let s = setup(&[(PROJECT_NAME_ENV, " zocrates-research ")]);
+        assert_eq!(
+            s.resolve_project_name().as_deref(),
+            Some("zocrates-research")
+        );
+        let s = s.project_name(Some("replays"));
+        assert_eq!(s.resolve_project_name().as_deref(), Some("replays"));
+        let s = setup(&[(PROJECT_NAME_ENV, "env")]).project_name(Some("  "));
+        assert_eq!(s.resolve_project_name().as_deref(), Some("env"));
     }
 
     #[test]

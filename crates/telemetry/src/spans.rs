@@ -5,11 +5,12 @@
 //! own current context. Both spans therefore nest under the turn that caused them and carry
 //! its trace id. Every attribute key is set exactly once per span.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use compaction_core::{
-    DecisionAnswer, ProbeEnd, ProbeSpan, ProbeStart, SummarizeEnd, SummarizeSpan, SummarizeStart,
-    Telemetry, TokenUsage,
+    CharsPerToken, DecisionAnswer, ProbeEnd, ProbeSpan, ProbeStart, SummarizeEnd, SummarizeSpan,
+    SummarizeStart, Summary, Telemetry, TokenEstimator,
 };
 use opentelemetry::global::{BoxedSpan, BoxedTracer, ObjectSafeTracer};
 use opentelemetry::trace::{Span as _, Status, TraceContextExt, Tracer};
@@ -28,6 +29,7 @@ use crate::scrub::scrub;
 pub struct OpenInferenceTelemetry {
     tracer: BoxedTracer,
     config: TelemetryConfig,
+    estimator: Arc<dyn TokenEstimator>,
 }
 
 impl std::fmt::Debug for OpenInferenceTelemetry {
@@ -50,6 +52,7 @@ impl OpenInferenceTelemetry {
         OpenInferenceTelemetry {
             tracer: BoxedTracer::new(boxed),
             config,
+            estimator: Arc::new(CharsPerToken),
         }
     }
 
@@ -59,7 +62,16 @@ impl OpenInferenceTelemetry {
         OpenInferenceTelemetry {
             tracer: opentelemetry::global::tracer(keys::INSTRUMENTATION_SCOPE),
             config,
+            estimator: Arc::new(CharsPerToken),
         }
+    }
+
+    /// Estimates the summarizer's token counts with `estimator` when the summarizer reports
+    /// none (default: compaction-core's [`CharsPerToken`], the engine's default). Use the
+    /// engine's estimator so that the span's estimates match its gate figures.
+    pub fn with_estimator(mut self, estimator: Arc<dyn TokenEstimator>) -> Self {
+        self.estimator = estimator;
+        self
     }
 
     /// The configuration.
@@ -152,7 +164,10 @@ impl Telemetry for OpenInferenceTelemetry {
             ),
             KeyValue::new(keys::DECISION_SYSTEM, start.model.system.clone()),
             KeyValue::new(keys::DECISION_PROVIDER, start.model.provider.clone()),
-            KeyValue::new(keys::COMPACTION_DECISION_MODEL, request.model.clone()),
+            KeyValue::new(
+                keys::COMPACTION_DECISION_CONFIGURED_MODEL,
+                request.model.clone(),
+            ),
             KeyValue::new(keys::COMPACTION_DECISION_THRESHOLD, start.threshold),
             KeyValue::new(keys::METADATA, metadata.to_string()),
         ];
@@ -160,7 +175,7 @@ impl Telemetry for OpenInferenceTelemetry {
         Box::new(OpenProbe {
             span: self.start(keys::PROBE_SPAN_NAME, attributes),
             started: Instant::now(),
-            requested_model: request.model.clone(),
+            requested_model: start.model.model.clone(),
             hide_outputs: self.config.hide_outputs,
         })
     }
@@ -169,6 +184,7 @@ impl Telemetry for OpenInferenceTelemetry {
         let (first, last) = start.range;
         let metadata = json!({
             "slice_turns": start.slice_turns,
+            "retained_turns": start.retained_turns,
             "forced": start.forced,
             "consolidates_previous_summary": start.request.previous_summary.is_some(),
         });
@@ -184,6 +200,10 @@ impl Telemetry for OpenInferenceTelemetry {
                 keys::COMPACTION_SUMMARIZE_SLICE_TURNS,
                 count(start.slice_turns as u64),
             ),
+            KeyValue::new(
+                keys::COMPACTION_SUMMARIZE_RETAINED_TURNS,
+                count(start.retained_turns as u64),
+            ),
             KeyValue::new(keys::COMPACTION_SUMMARIZE_FORCED, start.forced),
             KeyValue::new(keys::METADATA, metadata.to_string()),
         ];
@@ -191,6 +211,8 @@ impl Telemetry for OpenInferenceTelemetry {
         Box::new(OpenSummarize {
             span: self.start(keys::SUMMARIZE_SPAN_NAME, attributes),
             requested_model: start.request.model.clone(),
+            prompt_tokens_estimate: self.estimator.estimate(&start.request.prompt) as u64,
+            estimator: Arc::clone(&self.estimator),
             hide_outputs: self.config.hide_outputs,
         })
     }
@@ -200,6 +222,7 @@ impl Telemetry for OpenInferenceTelemetry {
 struct OpenProbe {
     span: BoxedSpan,
     started: Instant,
+    /// The adapter's own model (`ModelInfo::model`).
     requested_model: String,
     hide_outputs: bool,
 }
@@ -207,6 +230,11 @@ struct OpenProbe {
 impl OpenProbe {
     fn model_attributes(&self, answer: Option<&DecisionAnswer>, out: &mut Vec<KeyValue>) {
         let served = answer.and_then(|a| a.served_model.as_deref());
+        // The model that answered: the served one, else the adapter's own.
+        out.push(KeyValue::new(
+            keys::COMPACTION_DECISION_MODEL,
+            served.unwrap_or(&self.requested_model).to_owned(),
+        ));
         match served {
             Some(served) if served != self.requested_model => {
                 out.push(KeyValue::new(keys::DECISION_MODEL_NAME, served.to_owned()));
@@ -239,7 +267,11 @@ impl ProbeSpan for OpenProbe {
         let latency_ms = self.started.elapsed().as_secs_f64() * 1000.0;
         let probability = end_.probability.map(|p| p.value());
         let mut attributes = vec![
-            KeyValue::new(keys::COMPACTION_DECISION_LATENCY_MS, latency_ms),
+            KeyValue::new(
+                keys::COMPACTION_DECISION_LATENCY_MS,
+                whole_milliseconds(latency_ms),
+            ),
+            KeyValue::new(keys::COMPACTION_DECISION_LATENCY_MS_PRECISE, latency_ms),
             KeyValue::new(keys::COMPACTION_DECISION_VERDICT, end_.verdict.as_str()),
         ];
         if let Some(p) = probability {
@@ -260,25 +292,47 @@ impl ProbeSpan for OpenProbe {
     }
 }
 
+/// Milliseconds rounded to a whole number, as an OTLP integer.
+fn whole_milliseconds(ms: f64) -> i64 {
+    // Saturating float-to-int conversion; a latency is never negative or NaN.
+    ms.round() as i64
+}
+
 /// An open `compact_session_history`.
 struct OpenSummarize {
     span: BoxedSpan,
     requested_model: String,
+    /// The estimator's count of the prompt, for when the summarizer reports none.
+    prompt_tokens_estimate: u64,
+    estimator: Arc<dyn TokenEstimator>,
     hide_outputs: bool,
 }
 
-fn llm_token_counts(usage: TokenUsage, out: &mut Vec<KeyValue>) {
-    if let Some(n) = usage.input {
-        out.push(KeyValue::new(keys::LLM_TOKEN_COUNT_PROMPT, count(n)));
-    }
-    if let Some(n) = usage.output {
-        out.push(KeyValue::new(keys::LLM_TOKEN_COUNT_COMPLETION, count(n)));
-    }
-    if let (Some(i), Some(o)) = (usage.input, usage.output) {
+impl OpenSummarize {
+    /// `llm.token_count.*`: the summarizer's own figures, each missing one estimated (and
+    /// then [`keys::COMPACTION_SUMMARIZE_TOKEN_COUNTS_ESTIMATED`] set), so that Phoenix shows
+    /// counts for every summary, the offline summarizer's included.
+    fn token_counts(&self, summary: &Summary, out: &mut Vec<KeyValue>) {
+        let usage = summary.usage.unwrap_or_default();
+        let prompt = usage.input.unwrap_or(self.prompt_tokens_estimate);
+        let completion = usage
+            .output
+            .unwrap_or_else(|| self.estimator.estimate(&summary.text) as u64);
+        out.push(KeyValue::new(keys::LLM_TOKEN_COUNT_PROMPT, count(prompt)));
+        out.push(KeyValue::new(
+            keys::LLM_TOKEN_COUNT_COMPLETION,
+            count(completion),
+        ));
         out.push(KeyValue::new(
             keys::LLM_TOKEN_COUNT_TOTAL,
-            count(i.saturating_add(o)),
+            count(prompt.saturating_add(completion)),
         ));
+        if usage.input.is_none() || usage.output.is_none() {
+            out.push(KeyValue::new(
+                keys::COMPACTION_SUMMARIZE_TOKEN_COUNTS_ESTIMATED,
+                true,
+            ));
+        }
     }
 }
 
@@ -288,7 +342,7 @@ impl SummarizeSpan for OpenSummarize {
         let model = served.unwrap_or(&self.requested_model).to_owned();
         let mut attributes = vec![KeyValue::new(keys::LLM_MODEL_NAME, model)];
         if let Some(summary) = end_.summary {
-            llm_token_counts(summary.usage.unwrap_or_default(), &mut attributes);
+            self.token_counts(summary, &mut attributes);
             io_attributes(
                 self.hide_outputs,
                 (keys::OUTPUT_VALUE, keys::OUTPUT_MIME_TYPE),

@@ -62,6 +62,7 @@ fn record_a_turn(guard: &TelemetryGuard) {
                 Timestamp::new(1_700_000_007.0).unwrap(),
             ),
             4,
+            2,
             false,
         ));
         let summary = Summary::new("## Comprehensive Conversation Summary")
@@ -275,4 +276,182 @@ async fn a_collector_that_is_down_does_not_fail_the_program() {
     .await
     .expect("no panic");
     assert!(outcome.is_ok(), "{outcome:?}");
+}
+
+/// One turn as a host records it for Phoenix: the turn span from [`telemetry::turn_span`], an
+/// offline probe (no served model) and a summary whose summarizer reported no usage.
+fn record_a_phoenix_turn(guard: &TelemetryGuard) {
+    let subscriber = tracing_subscriber::registry().with(guard.layer());
+    let config = TelemetryConfig::default();
+    let telemetry = guard.telemetry(config);
+    tracing::subscriber::with_default(subscriber, || {
+        let key = compaction_core::SessionKey::new("zocrates", "u1", "s1");
+        let turn = telemetry::turn_span(&config, &key, 5, "Which tokenizer for long papers?");
+        {
+            let _entered = turn.enter();
+            let offline = ModelInfo::new("offline", "local", "offline-lexical");
+            let request = ProbeRequest::new(
+                "inception/mercury-decide",
+                DecisionState {
+                    earlier_discussion: "Dense retrieval settled.".into(),
+                    latest_turn: "Now tokenizers.".into(),
+                },
+            );
+            let probe =
+                telemetry.start_probe(&ProbeStart::new(&offline, &request, 0.75, 4, 38_400));
+            let answer = DecisionAnswer::new(0.82);
+            probe.finish(&ProbeEnd::new(
+                Probability::new(0.82).ok(),
+                Verdict::Compress,
+                Some(&answer),
+                None,
+            ));
+            let summary_request = SummaryRequest::new(
+                "offline-extractive",
+                "Existing Conversation Summary: …",
+                None,
+                "…",
+                Vec::new(),
+            );
+            let summarize = telemetry.start_summarize(&SummarizeStart::new(
+                &offline,
+                &summary_request,
+                (
+                    Timestamp::new(1_700_000_000.0).unwrap(),
+                    Timestamp::new(1_700_000_007.0).unwrap(),
+                ),
+                3,
+                2,
+                false,
+            ));
+            let summary = Summary::new("## Comprehensive Conversation Summary");
+            summarize.finish(&SummarizeEnd::new(Some(&summary), None));
+        }
+        telemetry::record_turn_output(&config, &turn, r#"{"outcome":"compressed"}"#);
+    });
+}
+
+/// What Phoenix reads, checked on the recorded OTLP payload against OpenInference's semantic
+/// conventions (`spec/semantic_conventions.md`): every span has a known
+/// `openinference.span.kind`; `session.id` and `user.id` are non-empty strings; counts and
+/// token counts are integers; the resource names the project (`openinference.project.name`).
+/// A real Phoenix reads exactly these protobuf fields, so the payload is the contract.
+#[tokio::test]
+async fn the_payload_phoenix_reads_follows_openinference_types() {
+    use any_value::Value::{BoolValue, DoubleValue, IntValue, StringValue};
+    let server = receiver().await;
+    let endpoint = format!("{}/v1/traces", server.uri());
+    tokio::task::spawn_blocking(move || {
+        let guard = OtlpSetup::new()
+            .env_lookup(|var| (var == telemetry::PROJECT_NAME_ENV).then(|| "ignored".into()))
+            .endpoint(Some(&endpoint))
+            .project_name(Some("zocrates-research"))
+            .init()
+            .unwrap();
+        record_a_phoenix_turn(&guard);
+        guard.shutdown().unwrap();
+    })
+    .await
+    .unwrap();
+    let mut projects = Vec::new();
+    for request in server.received_requests().await.unwrap() {
+        let export = ExportTraceServiceRequest::decode(request.body.as_slice()).unwrap();
+        for rs in export.resource_spans {
+            let resource = rs.resource.unwrap_or_default();
+            projects.extend(
+                resource
+                    .attributes
+                    .iter()
+                    .filter(|kv| kv.key == keys::OPENINFERENCE_PROJECT_NAME)
+                    .filter_map(|kv| kv.value.as_ref()?.value.clone()),
+            );
+        }
+    }
+    assert!(!projects.is_empty());
+    assert!(
+        projects
+            .iter()
+            .all(|p| *p == StringValue("zocrates-research".into())),
+        "{projects:?}"
+    );
+    let spans = received(&server).await;
+    let by_name: BTreeMap<_, _> = spans.iter().map(|(_, s)| (s.name.as_str(), s)).collect();
+    assert_eq!(by_name.len(), 3, "{:?}", by_name.keys());
+    let kinds = ["LLM", "CHAIN", "EVALUATOR", "DECISION", "AGENT"];
+    for span in by_name.values() {
+        let Some(StringValue(kind)) = attribute(span, keys::OPENINFERENCE_SPAN_KIND) else {
+            panic!("{} has no openinference.span.kind", span.name);
+        };
+        assert!(kinds.contains(&kind.as_str()), "{}: {kind}", span.name);
+    }
+
+    let turn = by_name[keys::TURN_SPAN_NAME];
+    assert_eq!(
+        attribute(turn, keys::OPENINFERENCE_SPAN_KIND),
+        Some(StringValue("CHAIN".into()))
+    );
+    assert_eq!(
+        attribute(turn, keys::SESSION_ID),
+        Some(StringValue("s1".into()))
+    );
+    assert_eq!(
+        attribute(turn, keys::USER_ID),
+        Some(StringValue("u1".into()))
+    );
+    assert_eq!(attribute(turn, keys::COMPACTION_TURN), Some(IntValue(5)));
+    assert_eq!(
+        attribute(turn, keys::INPUT_VALUE),
+        Some(StringValue("Which tokenizer for long papers?".into()))
+    );
+    assert_eq!(
+        attribute(turn, keys::OUTPUT_VALUE),
+        Some(StringValue(r#"{"outcome":"compressed"}"#.into()))
+    );
+
+    let probe = by_name[keys::PROBE_SPAN_NAME];
+    assert_eq!(probe.parent_span_id, turn.span_id);
+    assert!(
+        matches!(attribute(probe, keys::COMPACTION_DECISION_LATENCY_MS), Some(IntValue(ms)) if ms >= 0)
+    );
+    assert!(matches!(
+        attribute(probe, keys::COMPACTION_DECISION_LATENCY_MS_PRECISE),
+        Some(DoubleValue(_))
+    ));
+    assert_eq!(
+        attribute(probe, keys::COMPACTION_DECISION_MODEL),
+        Some(StringValue("offline-lexical".into())),
+        "the model that answered"
+    );
+    assert_eq!(
+        attribute(probe, keys::COMPACTION_DECISION_CONFIGURED_MODEL),
+        Some(StringValue("inception/mercury-decide".into()))
+    );
+
+    let summary = by_name[keys::SUMMARIZE_SPAN_NAME];
+    assert_eq!(summary.parent_span_id, turn.span_id);
+    // 32 and 37 characters: 8 and 10 tokens by the default estimator.
+    assert_eq!(
+        attribute(summary, keys::LLM_TOKEN_COUNT_PROMPT),
+        Some(IntValue(8))
+    );
+    assert_eq!(
+        attribute(summary, keys::LLM_TOKEN_COUNT_COMPLETION),
+        Some(IntValue(10))
+    );
+    assert_eq!(
+        attribute(summary, keys::LLM_TOKEN_COUNT_TOTAL),
+        Some(IntValue(18))
+    );
+    assert_eq!(
+        attribute(summary, keys::COMPACTION_SUMMARIZE_TOKEN_COUNTS_ESTIMATED),
+        Some(BoolValue(true))
+    );
+    assert_eq!(
+        attribute(summary, keys::COMPACTION_SUMMARIZE_RETAINED_TURNS),
+        Some(IntValue(2))
+    );
+    assert_eq!(
+        attribute(summary, keys::COMPACTION_SUMMARIZE_SLICE_TURNS),
+        Some(IntValue(3))
+    );
 }

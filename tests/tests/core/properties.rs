@@ -362,3 +362,86 @@ proptest! {
         prop_assert!(state.latest_turn.starts_with("**User**: "));
     }
 }
+
+/// A history as ADK's own Runner leaves it: `turns` completed turns, then ADK's sliding-window
+/// summaries (appended after the turn they end at), each from the first event of turn `from`
+/// to the last event of turn `to` (1-based, turn-aligned, `from <= to`), overlapping or not.
+fn adk_windowed_history(turns: usize, windows: &[(usize, usize)]) -> Vec<Event> {
+    let mut f = EventFactory::new();
+    let mut events = Vec::new();
+    let mut bounds = Vec::new();
+    for i in 1..=turns {
+        let turn = if i % 3 == 0 {
+            f.research_turn(&format!("inv{i}"), &format!("q{i}"), &format!("s{i}"))
+        } else {
+            f.conversational_turn(&format!("inv{i}"), &format!("q{i}"), &format!("a{i}"))
+        };
+        bounds.push((turn[0].timestamp, turn[turn.len() - 1].timestamp));
+        events.extend(turn);
+        for (n, &(from, to)) in windows.iter().enumerate() {
+            if to == i && from >= 1 {
+                events.push(f.compaction(
+                    &format!("adk{n}"),
+                    bounds[from - 1].0,
+                    bounds[to - 1].1,
+                    &format!("ADK window {from}-{to}"),
+                ));
+            }
+        }
+    }
+    events
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Issue 21 item 9, with the core as oracle: whatever sliding-window summaries ADK left
+    /// (overlapping, nested or with gaps between them), the rolling tail plans exactly as the
+    /// whole history; a plan folds every summary ADK renders and starts at the earliest of
+    /// their starts; once its compaction is appended ADK renders one summary, which is the
+    /// live one, and no event is lost: each is covered by a folded summary, in the slice, or
+    /// shown verbatim after the new range.
+    #[test]
+    fn adk_own_summaries_are_folded_into_one(
+        turns in 1usize..12,
+        windows in prop::collection::vec((1usize..12, 0usize..4), 0..4),
+        k in 0usize..3,
+    ) {
+        let windows: Vec<(usize, usize)> = windows
+            .into_iter()
+            .map(|(to, len)| (to.saturating_sub(len).max(1), to))
+            .collect();
+        let events = adk_windowed_history(turns, &windows);
+        let tail: Vec<Event> = compaction_core::rolling_tail_positions(&events)
+            .into_iter()
+            .map(|i| events[i].clone())
+            .collect();
+        let plan = plan_compaction(&events, k);
+        prop_assert_eq!(&plan_compaction(&tail, k), &plan);
+        let Some(plan) = plan else { return Ok(()) };
+        let view = coordinator_view(&events);
+        let rendered: Vec<_> = compaction_core::rendered_compaction_indexes(&view)
+            .into_iter()
+            .filter_map(|i| view[i].compaction().cloned())
+            .collect();
+        if let Some(previous) = &plan.previous {
+            prop_assert_eq!(previous.folded_event_ids.len(), rendered.len());
+            let earliest = rendered.iter().map(|c| c.start_timestamp).min();
+            prop_assert_eq!(Some(previous.start_timestamp), earliest);
+        }
+        let mut after = events.clone();
+        let mut f = EventFactory::starting_at(1.0e9);
+        after.push(f.compaction("engine", plan.start_timestamp, plan.end_timestamp, "one"));
+        let adk = compaction_core::adk_prompt_context(&after);
+        let summaries = adk.entries.iter().filter(|e| matches!(e, ContextEntry::Summary(_))).count();
+        prop_assert_eq!(summaries, 1, "ADK renders one summary");
+        prop_assert_eq!(&adk, &assemble_context(&after), "inspect and the engine agree");
+        for event in coordinator_view(&events).into_iter().filter(|e| e.compaction().is_none()) {
+            let folded = rendered.iter().any(|c| c.covers(event.timestamp));
+            let sliced = plan.slice.iter().any(|s| s.id == event.id);
+            let verbatim = adk.events().any(|e| e.id == event.id);
+            let before = event.timestamp < plan.start_timestamp;
+            prop_assert!(folded || sliced || verbatim || before, "event {} lost", event.id);
+        }
+    }
+}

@@ -30,13 +30,18 @@
 //!   `timestamp` wins over the column.
 //!
 //! # Cost
-//! An ADK file has no gate header, so the port's `gate_snapshot` and `load_live_tail` use the
-//! default (load the whole session), as ADK itself does on every turn.
+//! An ADK file has no gate header and no index on compactions: the gate snapshot and the live
+//! tail outline every row (content skipped unread) and read only the tail's rows whole.
 //!
-//! # Known difference
-//! ADK's prompt builder keeps *every* non-subsumed compaction (two partially overlapping
-//! summaries both survive); compaction-core keeps one live summary. They agree on the rolling
-//! consolidations the engine writes, where each summary contains the previous one.
+//! # ADK's own summaries
+//! ADK's prompt builder keeps *every* non-subsumed compaction: its own sliding-window
+//! compactions of turns 1–4 and 3–6 are both rendered. The live tail read here therefore holds
+//! every rendered summary and the uncovered events from the earliest one's start
+//! (`compaction_core::rolling_tail_positions`), and the engine's plan folds them all into one
+//! summary whose range starts at the earliest start, so that afterwards ADK renders one.
+//! `compaction_core::adk_prompt_context` is ADK's rendering, for `compaction inspect`.
+//! [`AdkStore::scoped_user_messages`] finds user messages ADK's Runner filed inside a pipeline
+//! scope that no `finish_task` closed.
 
 mod detect;
 mod schema;

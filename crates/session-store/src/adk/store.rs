@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use compaction_core::{
-    Event, EventOutline, GateSnapshot, Revision, Session, SessionKey, Timestamp,
-    coordinator_prompt_tokens, coordinator_view, gate_input, live_tail_positions,
+    Event, EventOutline, GateSnapshot, Revision, ScopedUserMessages, Session, SessionKey,
+    Timestamp, coordinator_prompt_tokens, coordinator_view, gate_input, rolling_tail_positions,
+    scoped_user_candidate_positions, scoped_user_messages,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::{Map, Value};
@@ -451,18 +452,20 @@ impl AdkStore {
         Ok(())
     }
 
-    /// The session with only its live tail (what [`compaction_core::live_tail`] keeps of the
-    /// whole history), in one read transaction, plus the coordinator prompt tokens of the
-    /// whole history. ADK's layout has no index on compactions, so this still reads every
-    /// row, but only as an [`EventOutline`] (timestamp, scope, prompt tokens, compaction range,
-    /// rewind target; the content is skipped unread); the rows of the tail are then read
-    /// whole by primary key. A row whose JSON does not parse is refused here as in
-    /// [`AdkStore::get_session`]; one that outlines but would not parse whole is reported only
-    /// when it is in the tail.
+    /// The session with only its rolling tail ([`compaction_core::rolling_tail_positions`]:
+    /// the live tail plus every other summary ADK still renders and the uncovered events
+    /// from the earliest one's start, so that the engine folds ADK's own overlapping
+    /// summaries into one), in one read transaction, plus the coordinator prompt tokens of
+    /// the whole history and the user messages filed inside a scope. ADK's layout has no
+    /// index on compactions, so this still reads every row, but only as an [`EventOutline`]
+    /// (timestamp, author, scope, prompt tokens, compaction range, rewind target; the content
+    /// is skipped unread); the rows of the tail are then read whole by primary key. A row
+    /// whose JSON does not parse is refused here as in [`AdkStore::get_session`]; one that
+    /// outlines but would not parse whole is reported only when it is in the tail.
     fn read_live_tail(
         &self,
         key: &SessionKey,
-    ) -> Result<(Session, Option<u64>), SessionStoreError> {
+    ) -> Result<(Session, Option<u64>, ScopedUserMessages), SessionStoreError> {
         self.read_session(key, |conn, revision, state| {
             let mut outlines = Vec::new();
             self.for_each_event_row(conn, key, |row| {
@@ -492,37 +495,45 @@ impl AdkStore {
                      WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3 AND id = ?4",
                 )
                 .map_err(self.sqlite_error(tail_op))?;
-            let mut events = Vec::new();
-            for position in live_tail_positions(&outlines) {
-                let id = outlines[position].id.clone();
-                let (invocation, column_ts, data) = stmt
-                    .query_row(
-                        params![key.app_name, key.user_id, key.session_id, id],
-                        |row| {
-                            Ok((
-                                row.get::<_, String>(0)?,
-                                schema::column_seconds(row.get_ref(1)?),
-                                row.get::<_, Option<String>>(2)?,
-                            ))
-                        },
-                    )
-                    .map_err(self.sqlite_error(tail_op))?;
-                events.push(self.parse_event(
-                    key,
-                    position,
-                    id,
-                    invocation,
-                    column_ts,
-                    data.as_deref(),
-                )?);
-            }
+            let mut read_whole = |positions: Vec<usize>| -> Result<Vec<Event>, SessionStoreError> {
+                let mut events = Vec::with_capacity(positions.len());
+                for position in positions {
+                    let id = outlines[position].id.clone();
+                    let (invocation, column_ts, data) = stmt
+                        .query_row(
+                            params![key.app_name, key.user_id, key.session_id, id],
+                            |row| {
+                                Ok((
+                                    row.get::<_, String>(0)?,
+                                    schema::column_seconds(row.get_ref(1)?),
+                                    row.get::<_, Option<String>>(2)?,
+                                ))
+                            },
+                        )
+                        .map_err(self.sqlite_error(tail_op))?;
+                    events.push(self.parse_event(
+                        key,
+                        position,
+                        id,
+                        invocation,
+                        column_ts,
+                        data.as_deref(),
+                    )?);
+                }
+                Ok(events)
+            };
+            let events = read_whole(rolling_tail_positions(&outlines))?;
+            // Candidates are few (a user's message filed in a scope; ADK authors tool results
+            // by the agent): only they are read whole to look at their content.
+            let scoped =
+                scoped_user_messages(&read_whole(scoped_user_candidate_positions(&outlines))?);
             let session = Session {
                 key: key.clone(),
                 state,
                 events,
                 revision,
             };
-            Ok((session, prompt_tokens))
+            Ok((session, prompt_tokens, scoped))
         })
     }
 
@@ -532,13 +543,22 @@ impl AdkStore {
         Ok(self.read_live_tail(key)?.0)
     }
 
+    /// The user messages of the session that ADK's Runner filed inside a pipeline scope (see
+    /// [`ScopedUserMessages`]: a scope no `finish_task` closed), from one outline read.
+    pub fn scoped_user_messages(
+        &self,
+        key: &SessionKey,
+    ) -> Result<ScopedUserMessages, SessionStoreError> {
+        Ok(self.read_live_tail(key)?.2)
+    }
+
     /// The gate's figures and the revision they belong to, from one read of the live tail:
     /// the completed turns since the live compaction come from the tail, the coordinator
     /// prompt tokens from the outlines of the whole history. They equal
     /// [`compaction_core::gate_input`] of the whole history whenever timestamps follow
     /// append order.
     pub fn gate_snapshot(&self, key: &SessionKey) -> Result<GateSnapshot, SessionStoreError> {
-        let (tail, prompt_tokens) = self.read_live_tail(key)?;
+        let (tail, prompt_tokens, _) = self.read_live_tail(key)?;
         let mut input = gate_input(&tail.events);
         input.coordinator_prompt_tokens = prompt_tokens;
         Ok(GateSnapshot::new(input, tail.revision))

@@ -19,6 +19,15 @@ SqliteSessionService) it:
   5. checks that the session object loaded before the Rust write fails its next append with
      StaleSessionError, and that ADK keeps appending to a freshly loaded session;
   6. runs `compaction inspect` on the file.
+Then, on each layout, two sessions built by ADK's own `Runner` around a mock `BaseLlm`:
+  7. ADK's own sliding-window compaction (`EventsCompactionConfig(compaction_interval=3,
+     overlap_size=1)`, `LlmEventSummarizer`) leaves two overlapping summaries (turns 1-3 and
+     3-6) that ADK's prompt builder both renders; `compaction inspect` shows exactly what ADK
+     shows; `compaction evaluate` folds both (and turns 7-8) into one summary starting at
+     turn 1, after which ADK renders that one summary and turns 9-10;
+  8. a pipeline scope written without a `finish_task` closure makes the Runner file the next
+     user messages inside the scope: `evaluate` and `inspect` warn and name `finish_task`; a
+     scope closed with `finish_task` gets no warning.
 Exits non-zero with a message on the first failed check.
 """
 
@@ -35,7 +44,16 @@ import threading
 import time
 from pathlib import Path
 
+from typing import AsyncGenerator
+
+from google.adk.agents.llm_agent import LlmAgent
+from google.adk.apps.app import App, EventsCompactionConfig
+from google.adk.apps.llm_event_summarizer import LlmEventSummarizer
 from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import Runner
 from google.adk.events.event import Event
 from google.adk.flows.llm_flows.context._contents import _get_contents
 from google.adk.sessions._rewind_utils import rewind_session
@@ -70,10 +88,11 @@ class MockModels(http.server.BaseHTTPRequestHandler):
     """The Decisions API and an OpenAI-style chat-completions endpoint, on one port."""
 
     calls: list[str] = []
+    bodies: list[str] = []
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         length = int(self.headers.get("Content-Length", "0"))
-        self.rfile.read(length)
+        MockModels.bodies.append(self.rfile.read(length).decode())
         MockModels.calls.append(self.path)
         if self.path.endswith("/chat/completions"):
             body = {
@@ -431,6 +450,224 @@ async def interop(label: str, service, db: Path, binary: str, config: Path) -> N
     print(f"[{label}] ok", flush=True)
 
 
+# --- sessions ADK's own Runner writes -----------------------------------------------------------
+
+
+ADK_SUMMARIES = [0]  # how many summaries ADK's summarizer model wrote in this session
+
+
+class MockLlm(BaseLlm):
+    """A local stand-in for the coordinator's model (and ADK's summarizer model): no network."""
+
+    summarizer: bool = False
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        if self.summarizer:
+            ADK_SUMMARIES[0] += 1
+            text = f"ADK-WINDOW-SUMMARY-{ADK_SUMMARIES[0]}"
+        else:
+            last = [p.text for c in llm_request.contents or [] for p in c.parts or [] if p.text]
+            text = f"Reply to: {last[-1] if last else ''}"
+        yield LlmResponse(
+            content=types.Content(role="model", parts=[types.Part(text=text)]),
+            usage_metadata=types.GenerateContentResponseUsageMetadata(
+                prompt_token_count=45_000, candidates_token_count=20, total_token_count=45_020
+            ),
+        )
+
+
+def runner(service, compaction: EventsCompactionConfig | None = None) -> Runner:
+    agent = LlmAgent(name=COORDINATOR, model=MockLlm(model="mock-coordinator"))
+    return Runner(
+        app=App(name=APP, root_agent=agent, events_compaction_config=compaction),
+        session_service=service,
+    )
+
+
+async def ask(run: Runner, session_id: str, text: str) -> None:
+    message = types.Content(role="user", parts=[types.Part(text=text)])
+    async for _ in run.run_async(user_id=USER, session_id=session_id, new_message=message):
+        pass
+
+
+def long_question(i: int) -> str:
+    return f"Question {i}: " + "what limits SEI growth in thick cathodes? " * 6
+
+
+def inspect_blocks(shown: str) -> list[str]:
+    """The bodies of `compaction inspect`'s assembled-context blocks, in order."""
+    tail = shown.split("Assembled context for the next turn:", 1)[1]
+    blocks: list[list[str]] = []
+    for line in tail.strip().splitlines():
+        if line.startswith("── "):
+            blocks.append([])
+        elif blocks:
+            blocks[-1].append(line)
+    return ["\n".join(b).strip() for b in blocks]
+
+
+def evaluate_args(db: Path, session_id: str, config: Path) -> list[str]:
+    return ["evaluate", "--db", str(db), "--session", session_id, "--app", APP, "--user", USER,
+            "--config", str(config), "--json"]
+
+
+def inspect_args(db: Path, session_id: str) -> list[str]:
+    return ["inspect", "--db", str(db), "--session", session_id, "--app", APP, "--user", USER]
+
+
+def run_binary_full(binary: str, args: list[str], env: dict[str, str]) -> tuple[str, str]:
+    out = subprocess.run([binary, *args], capture_output=True, text=True, env=env, timeout=120)
+    if out.returncode != 0:
+        raise Failure(
+            f"`compaction {' '.join(args)}` exited {out.returncode}\n"
+            f"stdout: {out.stdout}\nstderr: {out.stderr}"
+        )
+    return out.stdout, out.stderr
+
+
+def binary_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["ADK_INTEROP_DECISION_KEY"] = "interop-decision-key"
+    env["ADK_INTEROP_SUMMARIZER_KEY"] = "interop-summarizer-key"
+    env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+    return env
+
+
+async def adk_own_summaries(label: str, service, db: Path, binary: str, config: Path) -> None:
+    """Issue 21 item 9: ADK's own overlapping sliding-window summaries are folded into one."""
+    sid = "s-adk-windows"
+    print(f"[{label}] ADK's Runner with its own sliding-window compaction", flush=True)
+    await service.create_session(app_name=APP, user_id=USER, session_id=sid)
+    ADK_SUMMARIES[0] = 0
+    windows = EventsCompactionConfig(
+        compaction_interval=3,
+        overlap_size=1,
+        summarizer=LlmEventSummarizer(llm=MockLlm(model="mock-adk-summarizer", summarizer=True)),
+    )
+    compacting = runner(service, windows)
+    for i in range(1, 7):
+        await ask(compacting, sid, long_question(i))
+    plain = runner(service)  # the host turns ADK's compaction off: the engine takes over
+    for i in range(7, 11):
+        await ask(plain, sid, long_question(i))
+    before = await service.get_session(app_name=APP, user_id=USER, session_id=sid)
+    adk_summaries = [e.actions.compaction for e in before.events if e.actions and e.actions.compaction]
+    check(len(adk_summaries) == 2, f"[{label}] ADK wrote two summaries: {adk_summaries}")
+    first_user = [e.timestamp for e in before.events if e.author == "user" and e.content]
+    first, second = adk_summaries
+    check(
+        first.start_timestamp == first_user[0] and second.start_timestamp == first_user[2]
+        and first.end_timestamp >= second.start_timestamp,
+        f"[{label}] ADK's summaries cover turns 1-3 and 3-6 (overlapping)",
+    )
+    contents = _get_contents(None, before.events, COORDINATOR)
+    shown_texts = texts(contents)
+    check(
+        [t for t in shown_texts if t.startswith("ADK-WINDOW-SUMMARY")]
+        == ["ADK-WINDOW-SUMMARY-1", "ADK-WINDOW-SUMMARY-2"],
+        f"[{label}] ADK's prompt renders both of its summaries: {shown_texts}",
+    )
+    env = binary_env()
+    shown, _ = run_binary_full(binary, inspect_args(db, sid), env)
+    check(
+        inspect_blocks(shown) == [t.strip() for t in shown_texts],
+        f"[{label}] inspect shows exactly ADK's prompt:\n{inspect_blocks(shown)}\nvs\n{shown_texts}",
+    )
+
+    MockModels.calls.clear()
+    MockModels.bodies.clear()
+    out, _ = run_binary_full(binary, evaluate_args(db, sid, config), env)
+    record = json.loads(out.strip().splitlines()[-1])
+    check(record.get("outcome") == "compressed", f"[{label}] expected 'compressed': {record}")
+    prompt = next((b for b in MockModels.bodies if "Existing Conversation Summary" in b), "")
+    check(
+        "ADK-WINDOW-SUMMARY-1" in prompt and "ADK-WINDOW-SUMMARY-2" in prompt,
+        f"[{label}] the summarizer folds both of ADK's summaries: {prompt[:400]}",
+    )
+    after = await service.get_session(app_name=APP, user_id=USER, session_id=sid)
+    ours = [e for e in after.events if e.id == record.get("compaction_event_id")]
+    check(len(ours) == 1, f"[{label}] ADK loads the engine's compaction")
+    c = ours[0].actions.compaction
+    check(
+        c.start_timestamp == first_user[0],
+        f"[{label}] the rolling range starts at the earliest rendered start (turn 1): "
+        f"{c.start_timestamp} vs {first_user[0]}",
+    )
+    contents = _get_contents(None, after.events, COORDINATOR)
+    shown_texts = texts(contents)
+    summary = c.compacted_content.parts[0].text
+    expected = [summary]
+    for i in (9, 10):
+        expected += [long_question(i), f"Reply to: {long_question(i)}"]
+    check(
+        shown_texts == expected,
+        f"[{label}] ADK renders one summary, then turns 9-10: {shown_texts}",
+    )
+    shown, _ = run_binary_full(binary, inspect_args(db, sid), env)
+    check(
+        inspect_blocks(shown) == [t.strip() for t in shown_texts],
+        f"[{label}] inspect shows exactly ADK's prompt after the compaction",
+    )
+    print(f"[{label}] ADK's own summaries: ok", flush=True)
+
+
+async def unclosed_scope(label: str, service, db: Path, binary: str, config: Path) -> None:
+    """Issue 21 item 10: a pipeline scope without `finish_task` swallows the user's messages."""
+    print(f"[{label}] a pipeline scope without finish_task, through ADK's Runner", flush=True)
+    env = binary_env()
+    for sid, closed in (("s-open-scope", False), ("s-closed-scope", True)):
+        await service.create_session(app_name=APP, user_id=USER, session_id=sid)
+        run = runner(service)
+        await ask(run, sid, "Question 1: which electrolyte?")
+        session = await service.get_session(app_name=APP, user_id=USER, session_id=sid)
+        scope = "search_pipeline:fc-2"
+        # The search pipeline's events, scoped as spec 7.1 says.
+        await service.append_event(session, Event(
+            invocation_id="inv-pipeline", author="search_agent", isolation_scope=scope,
+            content=types.Content(role="model", parts=[types.Part(text=f"{SCOPED} step")]),
+        ))
+        if closed:
+            await service.append_event(session, Event(
+                invocation_id="inv-pipeline", author="search_agent", isolation_scope=scope,
+                content=types.Content(role="user", parts=[types.Part(
+                    function_response=types.FunctionResponse(
+                        name="finish_task", response={"result": "Task completed."}
+                    )
+                )]),
+            ))
+        await ask(run, sid, "Question 2: and the separator?")
+        await ask(run, sid, "Question 3: and the binder?")
+        session = await service.get_session(app_name=APP, user_id=USER, session_id=sid)
+        filed = [e for e in session.events if e.author == "user" and e.isolation_scope and e.content
+                 and any(p.text for p in e.content.parts or [])]
+        check(
+            (len(filed) == 2) != closed,
+            f"[{label}] ADK's Runner files the next user messages inside an open scope only "
+            f"(closed={closed}): {[(e.isolation_scope, texts([e.content])) for e in filed]}",
+        )
+        out, err = run_binary_full(binary, evaluate_args(db, sid, config), env)
+        record = json.loads(out.strip().splitlines()[-1])
+        warnings = record.get("warnings", [])
+        shown, inspect_err = run_binary_full(binary, inspect_args(db, sid), env)
+        if closed:
+            check(warnings == [] and "warning" not in err and "warning" not in inspect_err,
+                  f"[{label}] a closed scope gets no warning: {warnings} {err} {inspect_err}")
+        else:
+            check(
+                len(warnings) == 1 and "finish_task" in warnings[0] and scope in warnings[0]
+                and "2 user message(s)" in warnings[0],
+                f"[{label}] evaluate warns and names finish_task: {record}",
+            )
+            for stream, text in (("evaluate", err), ("inspect", inspect_err)):
+                check(
+                    "warning:" in text and "finish_task" in text,
+                    f"[{label}] {stream} warns on stderr: {text!r}",
+                )
+    print(f"[{label}] pipeline scopes: ok", flush=True)
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", required=True, help="path to the built `compaction`")
@@ -445,12 +682,16 @@ async def main() -> int:
         service = DatabaseSessionService(f"sqlite+aiosqlite:///{db}")
         try:
             await interop("DatabaseSessionService", service, db, args.binary, config)
+            await adk_own_summaries("DatabaseSessionService", service, db, args.binary, config)
+            await unclosed_scope("DatabaseSessionService", service, db, args.binary, config)
         finally:
             await service.close()
         db = workdir / "sqlite_session_service.db"
         sservice = SqliteSessionService(str(db))
         try:
             await interop("SqliteSessionService", sservice, db, args.binary, config)
+            await adk_own_summaries("SqliteSessionService", sservice, db, args.binary, config)
+            await unclosed_scope("SqliteSessionService", sservice, db, args.binary, config)
         finally:
             await sservice.close()
     except Failure as failure:

@@ -1,6 +1,7 @@
-//! Defence in depth for "an API key never appears in a span": every free-text value this
-//! crate records (inputs, outputs, failure messages) passes through [`scrub`], which replaces
-//! anything shaped like an API key with `__REDACTED__`.
+//! Defence in depth for "an API key never appears in a log line or a span": every free-text
+//! value the engine traces (failure texts) and the telemetry adapter records (inputs,
+//! outputs, failure messages) passes through [`scrub`], which replaces anything shaped like
+//! an API key with `__REDACTED__`. One owner: the telemetry crate uses this one.
 //!
 //! Adapters already promise that their errors never contain a key; this catches the case
 //! where a host echoes one back in an error body, or a user pastes one into the chat.
@@ -10,7 +11,8 @@
 
 use std::borrow::Cow;
 
-use crate::keys::REDACTED;
+/// What a key-shaped token is replaced with (OpenInference's `REDACTED_VALUE`).
+pub const REDACTED: &str = "__REDACTED__";
 
 /// Prefixes API keys of the common hosts start with.
 const KEY_PREFIXES: &[&[u8]] = &[
