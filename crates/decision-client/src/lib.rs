@@ -42,6 +42,7 @@
 //! let state = DecisionState {
 //!     earlier_discussion: "**User**: What causes capacity fade in graphite anodes?\n**Assistant**: Lithium plating.".into(),
 //!     latest_turn: "**User**: Switching topics: what does vanadium flow storage cost?\n**Assistant**: $0.20-0.35/kWh.".into(),
+//!     turns: Vec::new(),
 //! };
 //! let request = ProbeRequest::new(&settings.decision_model, state);
 //! let answer = tokio::runtime::Builder::new_current_thread()
@@ -62,6 +63,7 @@ mod exchange;
 pub mod factory;
 pub mod http;
 pub mod offline;
+pub mod sessions;
 
 pub use chat::ChatLogprobsJudge;
 pub use compaction_core::DecisionModel;

@@ -41,7 +41,7 @@
 //!
 //! // The engine drives the port; here by hand.
 //! let model = compaction_core::ModelInfo { system: "typesafe".into(), provider: "typesafe".into(), model: "jev-latest".into() };
-//! let state = compaction_core::DecisionState { earlier_discussion: "…".into(), latest_turn: "…".into() };
+//! let state = compaction_core::DecisionState { earlier_discussion: "…".into(), latest_turn: "…".into(), turns: Vec::new() };
 //! let request = compaction_core::ProbeRequest::new("jev-latest", state);
 //! let span = telemetry.start_probe(&compaction_core::ProbeStart {
 //!     model: &model, request: &request, threshold: 0.75, completed_turns: 4, prompt_tokens: 38_400,

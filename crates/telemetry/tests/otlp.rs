@@ -39,6 +39,7 @@ fn record_a_turn(guard: &TelemetryGuard) {
             DecisionState {
                 earlier_discussion: "Dense retrieval settled.".into(),
                 latest_turn: "Now tokenizers.".into(),
+                turns: Vec::new(),
             },
         );
         let probe = telemetry.start_probe(&ProbeStart {

@@ -550,6 +550,7 @@ fn probe_by_hand(
         DecisionState {
             earlier_discussion: "Earlier: dense retrieval wins on recall.".into(),
             latest_turn: "Now: which tokenizer?".into(),
+            turns: Vec::new(),
         },
     );
     let span = telemetry.start_probe(&ProbeStart {
