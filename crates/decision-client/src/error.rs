@@ -42,6 +42,15 @@ pub enum DecisionError {
         /// The alternatives the judge returned.
         tokens: Vec<String>,
     },
+    /// The model declined to answer the question (an OpenAI Decisions `refusal` answer): a
+    /// failed probe.
+    #[error("{url}: the model refused to answer `{question}`")]
+    Refused {
+        /// The endpoint.
+        url: String,
+        /// The question it refused.
+        question: String,
+    },
     /// The HTTP client could not be built.
     #[error("could not build the HTTP client: {0}")]
     Client(String),

@@ -178,6 +178,7 @@ fn a_pasted_key_never_reaches_a_config_error_or_a_reason() {
         for adapter in [
             AdapterChoice::Auto,
             AdapterChoice::Decisions,
+            AdapterChoice::OpenAiDecisions,
             AdapterChoice::ChatLogprobs,
         ] {
             let by_hand = DecisionConfig {
