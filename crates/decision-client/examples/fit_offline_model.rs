@@ -33,9 +33,9 @@ const FIT_SESSIONS: [&str; 2] = ["neuro-fmri", "ecology-pollinators"];
 /// Sessions whose turns join the TIAGE dev split for Platt scaling.
 const CALIBRATION_SESSIONS: [&str; 1] = ["astro-exoplanets"];
 /// Weight of one session turn against one TIAGE case.
-const SESSION_WEIGHT: f64 = 5.0;
+const SESSION_WEIGHT: f64 = 30.0;
 /// Weight of one session turn against one TIAGE case in Platt scaling.
-const CALIBRATION_SESSION_WEIGHT: f64 = 5.0;
+const CALIBRATION_SESSION_WEIGHT: f64 = 30.0;
 const TAU: f64 = 0.75;
 
 #[derive(Clone)]

@@ -22,13 +22,14 @@
 //! | `drill_cue` | a drill-down phrase (`more detail`, `what about the`, `in that case`, …) | NOT STUCK (drilling down) |
 //! | `pivot_cue` | a pivot or return phrase (`switching gears`, `moving on`, `back to`, `going back to`, …) | PROGRESS/PIVOT |
 //! | `wrap_up_latest` | the query itself wraps up (`recap`, `into a table`, `that's enough`, …): the turn still belongs to the unit | CLOSED-UNIT (not yet advancing) |
-//! | `wrap_up_previous` | the previous turn's query wrapped up: the earlier unit is closed | CLOSED-UNIT |
+//! | `unit_closed` | the earlier unit is closed: the previous turn's query wrapped it up, or the query itself says it moves on (a pivot or return phrase) | CLOSED-UNIT |
 //! | `thanks_previous` | the previous query opened with thanks or approval | CLOSED-UNIT (weak) |
 //! | `reference_cue` | the query points back at the previous turn (`that`, `those`, `this`, `you said`, `your table`, `given those`, …, in its first words) | continuity: drilling down |
 //! | `shared_figure` | the query repeats a figure (a number) of the earlier discussion | continuity: the disputed-number loop |
 //! | `open_loop` | the previous query was a clarification or correction | NOT STUCK |
 //! | `return_overlap` | how much better the query matches an older earlier turn than the previous one (a return to an earlier topic) | PROGRESS/PIVOT |
 //! | `no_earlier` | the budget left no earlier turn to compare with | — |
+//! | `research_context` | a turn of the state is a research turn (its answer is a findings summary): the base rate of pivots differs from chit-chat | — |
 //!
 //! Content words are lower-cased word tokens that are not stopwords, cut by a crude suffix
 //! stem (see [`text`]). Cue phrases match on word bounds.
@@ -56,7 +57,7 @@ use text::{WordSet, content_words, normalize, novelty, padded, words};
 pub const MODEL_NAME: &str = "offline-lexical-v2";
 
 /// Number of fitted features.
-pub const N_FEATURES: usize = 18;
+pub const N_FEATURES: usize = 19;
 
 /// Names of the fitted features, in weight order.
 pub const FITTED_FEATURES: [&str; N_FEATURES] = [
@@ -71,46 +72,48 @@ pub const FITTED_FEATURES: [&str; N_FEATURES] = [
     "drill_cue",
     "pivot_cue",
     "wrap_up_latest",
-    "wrap_up_previous",
+    "unit_closed",
     "thanks_previous",
     "reference_cue",
     "shared_figure",
     "open_loop",
     "return_overlap",
     "no_earlier",
+    "research_context",
 ];
 
 // FITTED-CONSTANTS-BEGIN
 // Fitted by `cargo run -p decision-client --example fit_offline_model`: weights on 1177 TIAGE
-// train cases + sessions ["neuro-fmri", "ecology-pollinators"] (weight 5), Platt on 397 TIAGE dev
-// cases + sessions ["astro-exoplanets"] (weight 5).
+// train cases + sessions ["neuro-fmri", "ecology-pollinators"] (weight 30), Platt on 397 TIAGE dev
+// cases + sessions ["astro-exoplanets"] (weight 30).
 /// Fitted weights, same order as [`FITTED_FEATURES`].
 pub const WEIGHTS: [f64; N_FEATURES] = [
-    0.3241,  // novelty_earlier
-    2.1191,  // novelty_last_pair
-    1.4441,  // reply_novelty
-    -1.2763, // previous_asked
-    1.1337,  // user_asks
-    0.2203,  // answer_opening
-    -0.3832, // user_length
-    -0.4648, // stuck_cue
-    -0.9405, // drill_cue
-    0.7547,  // pivot_cue
-    -2.1493, // wrap_up_latest
-    2.0247,  // wrap_up_previous
-    -0.3609, // thanks_previous
-    -0.7084, // reference_cue
-    -1.2450, // shared_figure
-    -0.8252, // open_loop
-    0.7756,  // return_overlap
-    -2.3256, // no_earlier
+    0.5181,  // novelty_earlier
+    1.5910,  // novelty_last_pair
+    1.3239,  // reply_novelty
+    -1.3492, // previous_asked
+    1.4087,  // user_asks
+    0.0416,  // answer_opening
+    0.3729,  // user_length
+    -0.0112, // stuck_cue
+    -0.2536, // drill_cue
+    0.5632,  // pivot_cue
+    -3.1774, // wrap_up_latest
+    4.6876,  // unit_closed
+    0.5489,  // thanks_previous
+    -0.7854, // reference_cue
+    -0.7005, // shared_figure
+    -1.7740, // open_loop
+    0.7873,  // return_overlap
+    -1.2510, // no_earlier
+    -4.7976, // research_context
 ];
 /// Fitted with [`WEIGHTS`].
-pub const BIAS: f64 = -3.0232;
+pub const BIAS: f64 = -3.6795;
 /// Platt scaling slope.
-pub const PLATT_A: f64 = 1.2699;
+pub const PLATT_A: f64 = 1.3395;
 /// Platt scaling intercept.
-pub const PLATT_B: f64 = 0.0085;
+pub const PLATT_B: f64 = 0.0246;
 // FITTED-CONSTANTS-END
 
 /// Clarification or correction phrases, matched on word bounds in the user message.
@@ -342,8 +345,9 @@ pub struct Features {
     pub pivot_cue: bool,
     /// The query wraps the unit up.
     pub wrap_up_latest: bool,
-    /// The previous query wrapped the unit up.
-    pub wrap_up_previous: bool,
+    /// The earlier unit is closed: the previous query wrapped it up, or the query says
+    /// outright that it moves on (a pivot or return phrase).
+    pub unit_closed: bool,
     /// The previous query opened with thanks or approval.
     pub thanks_previous: bool,
     /// The query points back at the previous turn in its first words.
@@ -357,6 +361,8 @@ pub struct Features {
     pub return_overlap: f64,
     /// No earlier turn fitted the budget.
     pub no_earlier: bool,
+    /// A turn of the state is a research turn (its answer is a findings summary).
+    pub research_context: bool,
 }
 
 fn flag(b: bool) -> f64 {
@@ -485,6 +491,7 @@ impl Features {
             earlier_figures.extend(figures(u));
             earlier_figures.extend(figures(a));
         }
+        let pivot_cue = query.has(PIVOT_CUES);
         Features {
             novelty_earlier: novelty(&user_words, &earlier_words),
             novelty_last_pair: novelty(&user_words, last_words),
@@ -495,9 +502,9 @@ impl Features {
             user_length: (user_words.len() as f64).ln_1p(),
             stuck_cue: query.has(STUCK_CUES),
             drill_cue: query.has(DRILL_CUES),
-            pivot_cue: query.has(PIVOT_CUES),
+            pivot_cue,
             wrap_up_latest: query.has(WRAP_UP_CUES),
-            wrap_up_previous: previous_has(WRAP_UP_CUES),
+            unit_closed: previous_has(WRAP_UP_CUES) || pivot_cue,
             thanks_previous: previous
                 .as_ref()
                 .is_some_and(|m| m.opens_with(CLOSURE_CUES, 3)),
@@ -508,6 +515,7 @@ impl Features {
             open_loop: previous_has(STUCK_CUES),
             return_overlap: (older_overlap - last_overlap).max(0.0),
             no_earlier: earlier.is_empty(),
+            research_context: turns.iter().any(|t| t.research),
         }
     }
 
@@ -525,13 +533,14 @@ impl Features {
             flag(self.drill_cue),
             flag(self.pivot_cue),
             flag(self.wrap_up_latest),
-            flag(self.wrap_up_previous),
+            flag(self.unit_closed),
             flag(self.thanks_previous),
             flag(self.reference_cue),
             flag(self.shared_figure),
             flag(self.open_loop),
             self.return_overlap,
             flag(self.no_earlier),
+            flag(self.research_context),
         ]
     }
 
@@ -668,6 +677,42 @@ mod tests {
             "**User**: Wait, I meant silicon plating, not graphite. What do you mean by less plating?\n**Assistant**: Silicon's higher potential keeps it further from lithium plating.",
         ));
         assert!(pivot > stuck, "{pivot} <= {stuck}");
+    }
+
+    /// In a research session (findings summaries in the state) an explicit switch of topic
+    /// compacts at the spec's τ even without a wrap-up turn before it, while a drill-down on
+    /// the same point and a dispute of a figure do not.
+    #[test]
+    fn in_a_research_session_an_explicit_switch_compacts_and_a_drill_down_does_not() {
+        let previous = StateTurn {
+            age: 1,
+            research: true,
+            ..turn(
+                1,
+                "Do silicon-graphite composite anodes suffer from the same lithium plating issues during fast charging?",
+                "Silicon composites suffer less from plating due to slightly higher working potentials, but face pulverization from 300% volume expansion and continuous SEI growth (Okafor & Hartmann 2022).",
+            )
+        };
+        let p = |query: &str| {
+            let latest = StateTurn {
+                research: true,
+                ..turn(0, query, "Findings of the search.")
+            };
+            probability(&DecisionState {
+                earlier_discussion: previous.render(),
+                latest_turn: latest.render(),
+                turns: vec![previous.clone(), latest],
+            })
+        };
+        let switch = p(
+            "Switching topics: what are current levelized cost of storage estimates for vanadium redox flow batteries in grid peaking?",
+        );
+        let drill = p(
+            "Why does silicon expand so much during lithiation, and does the SEI regrow each cycle?",
+        );
+        let dispute = p("Hang on, you said 300% — I thought it was closer to 280%. Are you sure?");
+        assert!(switch >= 0.75, "{switch}");
+        assert!(drill < 0.75 && dispute < 0.75, "{drill} {dispute}");
     }
 
     #[test]
