@@ -218,7 +218,7 @@ impl DecisionConfig {
     pub fn from_map(map: &Map<String, Value>) -> Result<DecisionConfig, ConfigError> {
         let mut c = DecisionConfig::default();
         if let Some(v) = map.get(KEY_ADAPTER) {
-            const EXPECTED: &str = "one of \"auto\", \"decisions\", \"chat-logprobs\", \"offline\"";
+            const EXPECTED: &str = "one of \"auto\", \"decisions\", \"openai-decisions\", \"chat-logprobs\", \"offline\"";
             c.adapter = v
                 .as_str()
                 .and_then(AdapterChoice::parse)
@@ -446,7 +446,13 @@ mod tests {
 
     #[test]
     fn adapter_spellings_round_trip() {
-        for c in ["auto", "decisions", "chat-logprobs", "offline"] {
+        for c in [
+            "auto",
+            "decisions",
+            "openai-decisions",
+            "chat-logprobs",
+            "offline",
+        ] {
             assert_eq!(AdapterChoice::parse(c).map(AdapterChoice::as_str), Some(c));
         }
     }
