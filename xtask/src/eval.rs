@@ -1,6 +1,12 @@
-//! `cargo xtask eval-decision [--cases FILE] [--adapter NAME] [--tau X] [--config FILE]`:
+//! `cargo xtask eval-decision [--cases FILE | --sessions DIR [--per-turn]] [--adapter NAME] [--tau X] [--config FILE]`:
 //! runs a decision adapter over labelled cases and prints one line per split:
-//! `split=test n=426 auc=… acc@tau=… f1@tau=… f1@best=… brier=… ece=…`.
+//! `split=test n=426 auc=… acc@tau=… f1@tau=… recall@tau=… spec@tau=… f1@best=… brier=… ece=…`.
+//!
+//! With `--sessions DIR` it reads the labelled research sessions of DIR instead (format in
+//! `../shared/data/research-sessions/README.md`) and probes after every turn with the decision
+//! state the engine sends when its gate is open and nothing is compacted
+//! (`decision_client::sessions`), label `expect.pivot`; it prints one line per session and one
+//! `session=overall`, and with `--per-turn` each turn's p beside its labels.
 //!
 //! Adapters: `offline` (default), the baselines `novelty` and `constant`, and the remote
 //! `decisions`, `chat-logprobs` and `auto`, built by decision-client's factory from the
@@ -11,17 +17,20 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use compaction_core::{EffectiveSettings, Settings};
-use decision_client::eval::{
-    CONSTANT_BASELINE, Case, by_split, load_cases, metrics, novelty_baseline, score_cases,
-};
+use compaction_core::state::DEFAULT_STATE_BUDGET_TOKENS;
+use compaction_core::{CharsPerToken, DecisionState, EffectiveSettings, Settings};
+use decision_client::eval::{CONSTANT_BASELINE, by_split, load_cases, metrics, score_states};
+use decision_client::offline::lexical_novelty;
+use decision_client::sessions::{TurnCase, load_sessions, turn_cases};
 use decision_client::{AdapterChoice, DecisionConfig, build_decision_model, process_env};
 use serde_json::{Map, Value};
 
-const USAGE: &str = "usage: cargo xtask eval-decision [--cases FILE] [--adapter offline|novelty|constant|decisions|chat-logprobs|auto] [--tau X] [--config FILE]";
+const USAGE: &str = "usage: cargo xtask eval-decision [--cases FILE | --sessions DIR [--per-turn]] [--adapter offline|novelty|constant|decisions|chat-logprobs|openai-decisions|auto] [--tau X] [--config FILE]";
 
 struct Args {
     cases: PathBuf,
+    sessions: Option<PathBuf>,
+    per_turn: bool,
     adapter: String,
     tau: Option<f64>,
     config: Option<PathBuf>,
@@ -31,6 +40,8 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut parsed = Args {
         cases: workspace.join("../shared/data/topic-shift/cases.jsonl"),
+        sessions: None,
+        per_turn: false,
         adapter: "offline".to_owned(),
         tau: None,
         config: None,
@@ -44,6 +55,8 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         };
         match flag.as_str() {
             "--cases" => parsed.cases = PathBuf::from(value()?),
+            "--sessions" => parsed.sessions = Some(PathBuf::from(value()?)),
+            "--per-turn" => parsed.per_turn = true,
             "--adapter" => parsed.adapter = value()?,
             "--config" => parsed.config = Some(PathBuf::from(value()?)),
             "--tau" => {
@@ -57,6 +70,9 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             }
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
+    }
+    if parsed.per_turn && parsed.sessions.is_none() {
+        return Err(format!("--per-turn needs --sessions DIR\n{USAGE}"));
     }
     Ok(parsed)
 }
@@ -93,16 +109,16 @@ fn effective_settings(map: &Map<String, Value>) -> Result<EffectiveSettings, Str
     settings.effective().map_err(|e| e.to_string())
 }
 
-/// Scores every case of one split with the chosen adapter.
+/// Scores every decision state with the chosen adapter.
 async fn score(
     adapter: &str,
     settings: &EffectiveSettings,
     config: &Map<String, Value>,
-    cases: &[&Case],
+    states: &[&DecisionState],
 ) -> Result<Vec<Option<f64>>, String> {
     match adapter {
-        "novelty" => Ok(cases.iter().map(|c| Some(novelty_baseline(c))).collect()),
-        "constant" => Ok(cases.iter().map(|_| Some(CONSTANT_BASELINE)).collect()),
+        "novelty" => Ok(states.iter().map(|s| Some(lexical_novelty(s))).collect()),
+        "constant" => Ok(states.iter().map(|_| Some(CONSTANT_BASELINE)).collect()),
         name => {
             let choice = AdapterChoice::parse(name)
                 .ok_or_else(|| format!("unknown adapter {name}\n{USAGE}"))?;
@@ -111,7 +127,7 @@ async fn score(
             decision_config.adapter = choice;
             let selected = build_decision_model(settings, &decision_config, process_env)
                 .map_err(|e| e.to_string())?;
-            Ok(score_cases(selected.model.as_ref(), &settings.decision_model, cases).await)
+            Ok(score_states(selected.model.as_ref(), &settings.decision_model, states).await)
         }
     }
 }
@@ -121,33 +137,115 @@ fn run(args: &[String]) -> Result<(), String> {
     let config = settings_map(args.config.as_deref())?;
     let settings = effective_settings(&config)?;
     let tau = args.tau.unwrap_or(settings.threshold);
-    let cases = load_cases(&args.cases).map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    if let Some(dir) = &args.sessions {
+        return run_sessions(dir, &args, &settings, &config, tau, &runtime);
+    }
+    let cases = load_cases(&args.cases).map_err(|e| e.to_string())?;
     eprintln!(
         "eval-decision: adapter={} tau={tau} cases={}",
         args.adapter,
         args.cases.display()
     );
     for (split, members) in by_split(&cases) {
-        let scores = runtime.block_on(score(&args.adapter, &settings, &config, &members))?;
+        let states: Vec<DecisionState> = members.iter().map(|c| c.state()).collect();
+        let states: Vec<&DecisionState> = states.iter().collect();
+        let scores = runtime.block_on(score(&args.adapter, &settings, &config, &states))?;
         let scored: Vec<(f64, bool)> = scores
             .iter()
             .zip(&members)
             .filter_map(|(p, c)| p.map(|p| (p, c.label)))
             .collect();
-        let failed = members.len() - scored.len();
-        let failed = if failed > 0 {
-            format!(" failed={failed}")
-        } else {
-            String::new()
-        };
+        let failed = failed_note(members.len() - scored.len());
         match metrics(&scored, tau) {
             Some(m) => println!("split={split} {m}{failed}"),
             None => println!("split={split} n=0{failed}"),
         }
+    }
+    Ok(())
+}
+
+/// ` failed=N` when N probes failed.
+fn failed_note(failed: usize) -> String {
+    if failed > 0 {
+        format!(" failed={failed}")
+    } else {
+        String::new()
+    }
+}
+
+/// `--sessions DIR`: every turn of every session, per session and overall.
+fn run_sessions(
+    dir: &Path,
+    args: &Args,
+    settings: &EffectiveSettings,
+    config: &Map<String, Value>,
+    tau: f64,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(), String> {
+    let sessions = load_sessions(dir).map_err(|e| e.to_string())?;
+    eprintln!(
+        "eval-decision: adapter={} tau={tau} sessions={} (every turn probed, gate open, nothing compacted)",
+        args.adapter,
+        dir.display()
+    );
+    let mut overall: Vec<(f64, bool)> = Vec::new();
+    let mut overall_failed = 0;
+    for session in &sessions {
+        let cases: Vec<TurnCase> = turn_cases(session, &CharsPerToken, DEFAULT_STATE_BUDGET_TOKENS);
+        let states: Vec<&DecisionState> = cases.iter().map(|c| &c.state).collect();
+        let scores = runtime.block_on(score(&args.adapter, settings, config, &states))?;
+        if args.per_turn {
+            for (case, p) in cases.iter().zip(&scores) {
+                let labels = [
+                    (case.expect.pivot, "pivot"),
+                    (case.expect.clarification_loop, "loop"),
+                    (case.expect.closes_topic, "closes"),
+                ]
+                .iter()
+                .filter(|(on, _)| *on)
+                .map(|(_, name)| *name)
+                .collect::<Vec<_>>()
+                .join(",");
+                let compress = p.map(|p| p >= tau);
+                let p = p.map_or_else(|| "failed".to_owned(), |p| format!("{p:.3}"));
+                let verdict = match compress {
+                    Some(true) => "COMPRESS",
+                    Some(false) => "CONTINUE",
+                    None => "-",
+                };
+                let miss = match (compress, case.expect.pivot) {
+                    (Some(true), false) => "  <- false COMPRESS",
+                    (Some(false), true) => "  <- missed pivot",
+                    _ => "",
+                };
+                println!(
+                    "session={} turn={:>2} p={p} {verdict:<8} labels={}{miss}",
+                    case.session,
+                    case.turn,
+                    if labels.is_empty() { "-" } else { &labels }
+                );
+            }
+        }
+        let scored: Vec<(f64, bool)> = scores
+            .iter()
+            .zip(&cases)
+            .filter_map(|(p, c)| p.map(|p| (p, c.expect.pivot)))
+            .collect();
+        let failed = cases.len() - scored.len();
+        overall_failed += failed;
+        match metrics(&scored, tau) {
+            Some(m) => println!("session={} {m}{}", session.session, failed_note(failed)),
+            None => println!("session={} n=0{}", session.session, failed_note(failed)),
+        }
+        overall.extend(scored);
+    }
+    match metrics(&overall, tau) {
+        Some(m) => println!("session=overall {m}{}", failed_note(overall_failed)),
+        None => println!("session=overall n=0{}", failed_note(overall_failed)),
     }
     Ok(())
 }

@@ -5,7 +5,8 @@
 //!   check on compaction-core, and the offline decision-quality evaluation.
 //! - `purity`: only the purity check.
 //! - `adk-interop`: the `compaction` binary against real Google ADK (Python venv, pinned ADK).
-//! - `eval-decision [--cases FILE] [--adapter NAME]`: decision-quality figures per split.
+//! - `eval-decision [--cases FILE | --sessions DIR [--per-turn]] [--adapter NAME]`: decision-quality
+//!   figures per split, or per labelled research session probing every turn.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 

@@ -102,7 +102,7 @@ enum Command {
 #[derive(Debug, clap::Args)]
 struct RunArgs {
     /// Decision adapter (overrides the config file's decision_adapter).
-    #[arg(long, value_parser = ["auto", "decisions", "chat-logprobs", "offline"])]
+    #[arg(long, value_parser = ["auto", "decisions", "openai-decisions", "chat-logprobs", "offline"])]
     decision: Option<String>,
     /// Summarizer adapter (overrides the config file's summarizer_adapter).
     #[arg(long, value_parser = ["auto", "chat", "offline"])]

@@ -22,7 +22,7 @@ use crate::estimate::{CharsPerToken, TokenEstimator};
 use crate::event::Event;
 use crate::failure::{Failure, FailureKind};
 use crate::gate::{FastExitReason, GateDecision, GateInput, envelope_gate, gate_input};
-use crate::history::{completed_turns, coordinator_view};
+use crate::history::coordinator_view;
 use crate::plan::{CompactionPlan, plan_compaction};
 use crate::ports::DecisionRecord;
 use crate::ports::{
@@ -33,7 +33,7 @@ use crate::probe::{Probability, ProbeRequest, Verdict, verdict};
 use crate::scrub::scrub;
 use crate::session::{Revision, Session, SessionKey};
 use crate::settings::{EffectiveSettings, Settings, SettingsError};
-use crate::state::{DEFAULT_STATE_BUDGET_TOKENS, extract_decision_state};
+use crate::state::{DEFAULT_STATE_BUDGET_TOKENS, extract_decision_state_from_view};
 use crate::time::Timestamp;
 
 /// The probe's deadline when the host sets none: the spec's 10 s (section 5.1).
@@ -550,14 +550,11 @@ impl Engine {
         let summarized_until = live_compaction_index(&view)
             .and_then(|i| view[i].compaction())
             .map(|c| c.end_timestamp);
-        let turns: Vec<_> = completed_turns(&view)
-            .into_iter()
-            .filter(|t| summarized_until.is_none_or(|end| t.first_timestamp() > end))
-            .collect();
-        // The gate counted completed turns, but the session read after it shows none (it changed
-        // in between): there is nothing to ask about, so no call is made and the engine fails open.
-        let Some(state) = extract_decision_state(
-            &turns,
+        // Newest turns first, stopping at the budget: a long uncompacted tail costs no more
+        // than a short one.
+        let Some(state) = extract_decision_state_from_view(
+            &view,
+            summarized_until,
             &session.state,
             self.estimator.as_ref(),
             self.state_budget_tokens,

@@ -1,5 +1,5 @@
 //! State extraction (spec section 4): the clean serial Markdown dialogue the decision model
-//! reads.
+//! reads, and beside it the structured turns it was rendered from.
 //!
 //! # Research turns
 //! A research turn is one whose invocation id appears in session state
@@ -11,12 +11,27 @@
 //!   which is either a string or an object with `findings_summary` (or `summary`).
 //!
 //! Conversational turns keep the coordinator's final response text untruncated.
+//!
+//! # Bounded
+//! The state needs about [`DEFAULT_STATE_BUDGET_TOKENS`] tokens, so extraction walks the
+//! turns newest first and stops at the first one that no longer fits: its cost depends on the
+//! budget, not on the length of the uncompacted tail. [`extract_decision_state_from_view`]
+//! finds the turns themselves newest first too, so a probe never splits or renders the whole
+//! tail.
+//!
+//! # Structured turns
+//! [`DecisionState::turns`] holds the turns exactly as rendered (texts trimmed, the latest cut
+//! like `latest_turn` when it alone exceeds the budget), so an adapter that wants the user's
+//! query or the assistant's findings reads them there and never parses the Markdown back. The
+//! wire form of the state (its `Serialize`) is the spec's two strings only.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::estimate::TokenEstimator;
-use crate::history::Turn;
+use crate::event::Event;
+use crate::history::{Turn, starts_turn};
+use crate::time::Timestamp;
 
 /// The session-state key holding research turns' conclusions.
 pub const RESEARCH_TURN_HISTORY: &str = "RESEARCH_TURN_HISTORY";
@@ -26,7 +41,7 @@ pub const MAX_FINDINGS_WORDS: usize = 150;
 pub const DEFAULT_STATE_BUDGET_TOKENS: usize = 500;
 
 /// What the decision model reads: the conversation so far and the turn that just completed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct DecisionState {
     /// The completed turns before turn N that the live summary does not cover (turns 1..N-1
     /// before the first compaction; see ARCHITECTURE.md, "decision probe"), oldest dropped
@@ -35,12 +50,54 @@ pub struct DecisionState {
     pub earlier_discussion: String,
     /// Turn N as one pair.
     pub latest_turn: String,
+    /// The turns rendered above, oldest first; the last one is turn N. Not part of the wire
+    /// form. Empty when the state was made from text alone (a labelled case file, say).
+    #[serde(skip)]
+    pub turns: Vec<StateTurn>,
 }
+
+/// One completed turn as the decision state rendered it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StateTurn {
+    /// Turns between this one and turn N: 0 for turn N, 1 for the turn before it, …
+    pub age: usize,
+    /// The invocation id of the turn (empty for a turn that came from text alone).
+    pub invocation_id: String,
+    /// The user's query, trimmed (attachments as `[attached mime]`).
+    pub user: String,
+    /// The assistant side, trimmed: the findings summary of a research turn, else the final
+    /// response text.
+    pub assistant: String,
+    /// True when `assistant` is a research turn's findings summary.
+    pub research: bool,
+}
+
+impl StateTurn {
+    /// The turn as one serial-Markdown pair.
+    pub fn render(&self) -> String {
+        render_pair(&self.user, &self.assistant)
+    }
+}
+
+impl DecisionState {
+    /// Turn N, when the state carries structured turns.
+    pub fn latest(&self) -> Option<&StateTurn> {
+        self.turns.last()
+    }
+
+    /// The earlier turns, oldest first.
+    pub fn earlier(&self) -> &[StateTurn] {
+        self.turns.split_last().map_or(&[], |(_, rest)| rest)
+    }
+}
+
+const USER_MARK: &str = "**User**: ";
+const ASSISTANT_MARK: &str = "\n**Assistant**: ";
 
 /// Renders one query-response pair.
 pub fn render_pair(user: &str, assistant: &str) -> String {
     format!(
-        "**User**: {}\n**Assistant**: {}",
+        "{USER_MARK}{}{ASSISTANT_MARK}{}",
         user.trim(),
         assistant.trim()
     )
@@ -83,44 +140,147 @@ pub fn assistant_response(turn: &Turn<'_>, state: &Map<String, Value>) -> String
         .unwrap_or_else(|| turn.final_response().map(|e| e.text()).unwrap_or_default())
 }
 
+/// The user and assistant sides of a completed turn as the state renders them (trimmed), and
+/// whether the assistant side is a research turn's findings summary.
+fn sides(turn: &Turn<'_>, state: &Map<String, Value>) -> (String, String, bool) {
+    let findings = research_findings(state, turn.invocation_id());
+    let research = findings.is_some();
+    let assistant =
+        findings.unwrap_or_else(|| turn.final_response().map(|e| e.text()).unwrap_or_default());
+    (
+        turn.user_query().trim().to_owned(),
+        assistant.trim().to_owned(),
+        research,
+    )
+}
+
+/// The turns of an already filtered (rewound, unscoped) event sequence, newest first: the
+/// same turns as [`crate::history::turns`] in reverse order, found by walking the events
+/// backwards, so taking the newest few costs only what they hold.
+pub fn turns_newest_first<'a, 'v>(events: &'v [&'a Event]) -> impl Iterator<Item = Turn<'a>> + 'v {
+    let mut end = events.len();
+    std::iter::from_fn(move || {
+        let mut tail: Vec<&'a Event> = Vec::new();
+        while end > 0 {
+            end -= 1;
+            let event = events[end];
+            if event.compaction().is_some() || !event.is_unscoped() {
+                continue;
+            }
+            if starts_turn(event) {
+                let mut turn = Vec::with_capacity(tail.len() + 1);
+                turn.push(event);
+                turn.extend(tail.into_iter().rev());
+                return Some(Turn { events: turn });
+            }
+            tail.push(event);
+        }
+        // Events before the first turn start belong to no turn.
+        None
+    })
+}
+
 /// Builds the decision state from the completed turns (oldest first; the last is turn N),
 /// dropping the oldest earlier turns until the whole payload fits `budget_tokens`. If turn N
 /// alone exceeds the budget its text is cut to fit. Returns `None` when there is no
-/// completed turn.
+/// completed turn. Only the turns that fit are rendered.
 pub fn extract_decision_state(
     completed: &[Turn<'_>],
     state: &Map<String, Value>,
     estimator: &dyn TokenEstimator,
     budget_tokens: usize,
 ) -> Option<DecisionState> {
-    let (latest, earlier) = completed.split_last()?;
-    let latest_turn = fit(
-        render_pair(&latest.user_query(), &assistant_response(latest, state)),
+    extract_newest_first(
+        completed.iter().rev().cloned(),
+        state,
         estimator,
         budget_tokens,
-    );
+    )
+}
+
+/// The decision state of a coordinator view (see [`crate::history::coordinator_view`]): its
+/// completed turns after `summarized_until` (the live summary's end, if any), as
+/// [`extract_decision_state`] renders them. The turns are found newest first and the walk
+/// stops once the budget is spent or at the first turn the summary covers, so the cost does
+/// not grow with the uncompacted tail.
+pub fn extract_decision_state_from_view(
+    view: &[&Event],
+    summarized_until: Option<Timestamp>,
+    state: &Map<String, Value>,
+    estimator: &dyn TokenEstimator,
+    budget_tokens: usize,
+) -> Option<DecisionState> {
+    let turns = turns_newest_first(view)
+        .take_while(|t| summarized_until.is_none_or(|end| t.first_timestamp() > end))
+        .filter(Turn::is_completed);
+    extract_newest_first(turns, state, estimator, budget_tokens)
+}
+
+/// The one extraction rule: turn N first (cut to fit), then earlier turns newest first while
+/// each still fits, stopping at the first that does not.
+fn extract_newest_first<'a>(
+    mut newest_first: impl Iterator<Item = Turn<'a>>,
+    state: &Map<String, Value>,
+    estimator: &dyn TokenEstimator,
+    budget_tokens: usize,
+) -> Option<DecisionState> {
+    let latest = newest_first.next()?;
+    let (user, assistant, research) = sides(&latest, state);
+    let whole = render_pair(&user, &assistant);
+    let latest_turn = fit(whole, estimator, budget_tokens);
+    let (user, assistant) = cut_sides(&user, &assistant, latest_turn.chars().count());
     let mut remaining = budget_tokens.saturating_sub(estimator.estimate(&latest_turn));
-    let mut kept: Vec<String> = Vec::new();
-    for turn in earlier.iter().rev() {
-        let pair = render_pair(&turn.user_query(), &assistant_response(turn, state));
+    let mut kept: Vec<StateTurn> = vec![StateTurn {
+        age: 0,
+        invocation_id: latest.invocation_id().to_owned(),
+        user,
+        assistant,
+        research,
+    }];
+    let mut rendered: Vec<String> = Vec::new();
+    for (i, turn) in newest_first.enumerate() {
+        let (user, assistant, research) = sides(&turn, state);
+        let pair = render_pair(&user, &assistant);
         // Two newlines separate pairs; count them against the budget too.
-        let candidate = if kept.is_empty() {
-            pair.clone()
+        let cost = if rendered.is_empty() {
+            estimator.estimate(&pair)
         } else {
-            format!("{pair}\n\n")
+            estimator.estimate(&format!("{pair}\n\n"))
         };
-        let cost = estimator.estimate(&candidate);
         if cost > remaining {
             break;
         }
         remaining -= cost;
-        kept.push(pair);
+        rendered.push(pair);
+        kept.push(StateTurn {
+            age: i + 1,
+            invocation_id: turn.invocation_id().to_owned(),
+            user,
+            assistant,
+            research,
+        });
     }
+    rendered.reverse();
     kept.reverse();
     Some(DecisionState {
-        earlier_discussion: kept.join("\n\n"),
+        earlier_discussion: rendered.join("\n\n"),
         latest_turn,
+        turns: kept,
     })
+}
+
+/// The user and assistant texts that a pair rendered from them keeps when cut to its first
+/// `kept_chars` characters.
+fn cut_sides(user: &str, assistant: &str, kept_chars: usize) -> (String, String) {
+    let user_start = USER_MARK.chars().count();
+    let user_chars = user.chars().count();
+    let assistant_start = user_start + user_chars + ASSISTANT_MARK.chars().count();
+    let user_kept = kept_chars.saturating_sub(user_start).min(user_chars);
+    let assistant_kept = kept_chars.saturating_sub(assistant_start);
+    (
+        user.chars().take(user_kept).collect(),
+        assistant.chars().take(assistant_kept).collect(),
+    )
 }
 
 /// Cuts `text` to the longest char prefix the estimator prices within `budget`.
@@ -148,6 +308,7 @@ mod tests {
     use crate::estimate::CharsPerToken;
     use crate::history::{completed_turns, coordinator_view};
     use crate::testing::EventFactory;
+    use proptest::prelude::*;
     use serde_json::json;
 
     #[test]
@@ -212,5 +373,186 @@ mod tests {
         assert!(s.latest_turn.contains("question 9"));
         assert!(s.earlier_discussion.contains("question 8"));
         assert!(!s.earlier_discussion.contains("question 0"));
+    }
+
+    #[test]
+    fn the_state_carries_the_turns_it_rendered() {
+        let mut f = EventFactory::new();
+        let mut events = f.research_turn("r1", " What causes capacity fade? ", "SYNTHESIS");
+        events.extend(f.conversational_turn("c1", "And silicon?", "Silicon expands 300%."));
+        let state = json!({ RESEARCH_TURN_HISTORY: [
+            {"invocation_id": "r1", "conclude_output": {"findings_summary": "Lithium plating."}}
+        ]});
+        let state = state.as_object().unwrap().clone();
+        let view = coordinator_view(&events);
+        let s =
+            extract_decision_state_from_view(&view, None, &state, &CharsPerToken, 10_000).unwrap();
+        assert_eq!(
+            s.turns,
+            [
+                StateTurn {
+                    age: 1,
+                    invocation_id: "r1".into(),
+                    user: "What causes capacity fade?".into(),
+                    assistant: "Lithium plating.".into(),
+                    research: true,
+                },
+                StateTurn {
+                    age: 0,
+                    invocation_id: "c1".into(),
+                    user: "And silicon?".into(),
+                    assistant: "Silicon expands 300%.".into(),
+                    research: false,
+                },
+            ]
+        );
+        assert_eq!(s.latest().unwrap().render(), s.latest_turn);
+        assert_eq!(s.earlier()[0].render(), s.earlier_discussion);
+        // The wire form is the spec's two strings only.
+        let wire = serde_json::to_value(&s).unwrap();
+        assert_eq!(wire.as_object().unwrap().len(), 2, "{wire}");
+    }
+
+    #[test]
+    fn a_latest_turn_cut_to_the_budget_is_cut_in_its_structured_form_too() {
+        let mut f = EventFactory::new();
+        let events = f.conversational_turn("c1", "été question", &"réponse ".repeat(100));
+        let view = coordinator_view(&events);
+        let s =
+            extract_decision_state_from_view(&view, None, &Map::new(), &CharsPerToken, 20).unwrap();
+        assert!(CharsPerToken.estimate(&s.latest_turn) <= 20);
+        assert_eq!(
+            s.latest().unwrap().render().trim_end(),
+            s.latest_turn.trim_end()
+        );
+        // So tight that even the user's text is cut.
+        let s =
+            extract_decision_state_from_view(&view, None, &Map::new(), &CharsPerToken, 3).unwrap();
+        let latest = s.latest().unwrap();
+        assert!(latest.assistant.is_empty() && "été question".starts_with(&latest.user));
+        assert_eq!(s.latest_turn, format!("**User**: {}", latest.user));
+    }
+
+    /// The rule before extraction was bounded: render every completed turn the summary does
+    /// not cover, then keep turn N (cut to fit) and the longest run of newest earlier turns
+    /// that fits. The oracle of the bounded walk.
+    fn whole_render_then_fit(
+        view: &[&Event],
+        summarized_until: Option<Timestamp>,
+        state: &Map<String, Value>,
+        budget: usize,
+    ) -> Option<(String, String)> {
+        let turns: Vec<_> = completed_turns(view)
+            .into_iter()
+            .filter(|t| summarized_until.is_none_or(|end| t.first_timestamp() > end))
+            .collect();
+        let rendered: Vec<String> = turns
+            .iter()
+            .map(|t| render_pair(&t.user_query(), &assistant_response(t, state)))
+            .collect();
+        let (latest, earlier) = rendered.split_last()?;
+        let latest = fit(latest.clone(), &CharsPerToken, budget);
+        let remaining = budget.saturating_sub(CharsPerToken.estimate(&latest));
+        let costs: Vec<usize> = earlier
+            .iter()
+            .rev()
+            .enumerate()
+            .map(|(i, pair)| {
+                let text = if i == 0 {
+                    pair.clone()
+                } else {
+                    format!("{pair}\n\n")
+                };
+                CharsPerToken.estimate(&text)
+            })
+            .collect();
+        let mut keep = 0;
+        let mut spent = 0;
+        while keep < costs.len() && spent + costs[keep] <= remaining {
+            spent += costs[keep];
+            keep += 1;
+        }
+        let kept = earlier[earlier.len() - keep..].join("\n\n");
+        Some((kept, latest))
+    }
+
+    /// One generated turn: 0 conversational, 1 research with findings, 2 research whose
+    /// findings are not recorded, 3 errored (never completed), 4 a compaction event that
+    /// covers everything so far.
+    fn session(
+        turns: &[(u8, String, String)],
+    ) -> (Vec<Event>, Map<String, Value>, Option<Timestamp>) {
+        let mut f = EventFactory::new();
+        let mut events: Vec<Event> = Vec::new();
+        let mut history = Vec::new();
+        let mut summarized_until = None;
+        for (i, (kind, user, answer)) in turns.iter().enumerate() {
+            let inv = format!("inv{i}");
+            match kind {
+                0 => events.extend(f.conversational_turn(&inv, user, answer)),
+                1 | 2 => {
+                    events.extend(f.research_turn(&inv, user, "SYNTHESIS # Cited Sources"));
+                    if *kind == 1 {
+                        history.push(json!({"invocation_id": inv, "conclude_output": {"findings_summary": answer}}));
+                    }
+                }
+                3 => {
+                    events.push(f.user(&inv, user));
+                    let mut err = f.model(&inv, "");
+                    err.content = None;
+                    err.error_code = Some("RESOURCE_EXHAUSTED".into());
+                    events.push(err);
+                }
+                _ => {
+                    if let Some(first) = events.first() {
+                        let start = first.timestamp;
+                        let end = events[events.len() - 1].timestamp;
+                        events.push(f.compaction(&inv, start, end, "summary"));
+                        summarized_until = Some(end);
+                    }
+                }
+            }
+        }
+        let state = json!({ RESEARCH_TURN_HISTORY: history });
+        (events, state.as_object().unwrap().clone(), summarized_until)
+    }
+
+    proptest! {
+        #[test]
+        fn bounded_extraction_equals_whole_render_then_fit(
+            turns in proptest::collection::vec(
+                (0u8..5, "[a-zé ?]{0,40}", "[a-z0-9é .]{0,300}"), 1..40),
+            budget in 1usize..700,
+        ) {
+            let (events, state, summarized_until) = session(&turns);
+            let view = coordinator_view(&events);
+            let bounded = extract_decision_state_from_view(
+                &view, summarized_until, &state, &CharsPerToken, budget);
+            let oracle = whole_render_then_fit(&view, summarized_until, &state, budget);
+            prop_assert_eq!(
+                bounded.as_ref().map(|s| (s.earlier_discussion.clone(), s.latest_turn.clone())),
+                oracle
+            );
+            if let Some(s) = bounded {
+                let earlier: Vec<String> = s.earlier().iter().map(StateTurn::render).collect();
+                prop_assert_eq!(earlier.join("\n\n"), s.earlier_discussion.clone());
+                let latest = s.latest().unwrap();
+                let user_mark = format!("**User**: {}", latest.user);
+                // Cut inside the user marker itself, the structured query is empty.
+                prop_assert!(s.latest_turn.starts_with(&user_mark)
+                    || (latest.user.is_empty() && user_mark.starts_with(&s.latest_turn)));
+                prop_assert!(s.latest_turn.ends_with(&latest.assistant));
+                prop_assert!(s.turns.iter().rev().enumerate().all(|(i, t)| t.age == i));
+                // The slice form is the same rule.
+                let slice: Vec<_> = completed_turns(&view)
+                    .into_iter()
+                    .filter(|t| summarized_until.is_none_or(|end| t.first_timestamp() > end))
+                    .collect();
+                prop_assert_eq!(
+                    extract_decision_state(&slice, &state, &CharsPerToken, budget),
+                    Some(s)
+                );
+            }
+        }
     }
 }

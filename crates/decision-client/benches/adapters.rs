@@ -25,6 +25,7 @@ fn state_500_tokens() -> DecisionState {
     DecisionState {
         earlier_discussion: earlier.join("\n\n"),
         latest_turn: latest,
+        turns: Vec::new(),
     }
 }
 

@@ -4,9 +4,9 @@
 //!
 //! | key | type | default | meaning |
 //! | --- | --- | --- | --- |
-//! | `decision_adapter` | string | `"auto"` | `auto`, `decisions`, `chat-logprobs` or `offline` |
-//! | `decision_api_base_url` | string | `"https://openrouter.ai"` | Decisions API host |
-//! | `decision_api_path` | string | `"/api/alpha/decisions"` | Decisions API path |
+//! | `decision_adapter` | string | `"auto"` | `auto`, `decisions`, `openai-decisions`, `chat-logprobs` or `offline` |
+//! | `decision_api_base_url` | string | `"https://openrouter.ai"` | Decisions API host (both Decisions shapes) |
+//! | `decision_api_path` | string | `"/api/alpha/decisions"` | Decisions API path (`/v1/decisions` for OpenAI) |
 //! | `decision_api_key_env` | env var name (`A-Z`, `0-9`, `_`) | `"OPENROUTER_API_KEY"` | variable holding the bearer key (its name, never the key) |
 //! | `decision_timeout_secs` | number | `10.0` | whole-exchange timeout, both HTTP adapters (spec 5.1) |
 //! | `decision_chat_base_url` | string | `"https://openrouter.ai/api"` | OpenAI-compatible host |
@@ -72,6 +72,8 @@ pub enum AdapterChoice {
     Auto,
     /// The Decisions API ("System One" format).
     Decisions,
+    /// The OpenAI Decisions wire shape (`questions` and `answers` as arrays).
+    OpenAiDecisions,
     /// An OpenAI-compatible chat model judged through first-token logprobs.
     ChatLogprobs,
     /// The embedded offline lexical model.
@@ -84,6 +86,7 @@ impl AdapterChoice {
         match self {
             AdapterChoice::Auto => "auto",
             AdapterChoice::Decisions => "decisions",
+            AdapterChoice::OpenAiDecisions => "openai-decisions",
             AdapterChoice::ChatLogprobs => "chat-logprobs",
             AdapterChoice::Offline => "offline",
         }
@@ -94,6 +97,7 @@ impl AdapterChoice {
         [
             AdapterChoice::Auto,
             AdapterChoice::Decisions,
+            AdapterChoice::OpenAiDecisions,
             AdapterChoice::ChatLogprobs,
             AdapterChoice::Offline,
         ]
@@ -214,7 +218,7 @@ impl DecisionConfig {
     pub fn from_map(map: &Map<String, Value>) -> Result<DecisionConfig, ConfigError> {
         let mut c = DecisionConfig::default();
         if let Some(v) = map.get(KEY_ADAPTER) {
-            const EXPECTED: &str = "one of \"auto\", \"decisions\", \"chat-logprobs\", \"offline\"";
+            const EXPECTED: &str = "one of \"auto\", \"decisions\", \"openai-decisions\", \"chat-logprobs\", \"offline\"";
             c.adapter = v
                 .as_str()
                 .and_then(AdapterChoice::parse)
@@ -442,7 +446,13 @@ mod tests {
 
     #[test]
     fn adapter_spellings_round_trip() {
-        for c in ["auto", "decisions", "chat-logprobs", "offline"] {
+        for c in [
+            "auto",
+            "decisions",
+            "openai-decisions",
+            "chat-logprobs",
+            "offline",
+        ] {
             assert_eq!(AdapterChoice::parse(c).map(AdapterChoice::as_str), Some(c));
         }
     }

@@ -45,6 +45,15 @@ pub enum DecisionError {
         /// The alternatives the judge returned.
         tokens: Vec<String>,
     },
+    /// The model declined to answer the question (an OpenAI Decisions `refusal` answer): a
+    /// failed probe.
+    #[error("{url}: the model refused to answer `{question}`")]
+    Refused {
+        /// The endpoint.
+        url: String,
+        /// The question it refused.
+        question: String,
+    },
     /// The HTTP client could not be built.
     #[error("could not build the HTTP client: {0}")]
     Client(String),
@@ -61,6 +70,7 @@ impl DecisionError {
             DecisionError::NotANumber { .. } | DecisionError::OutOfRange { .. } => {
                 FailureKind::InvalidProbability
             }
+            DecisionError::Refused { .. } => FailureKind::Refused,
             DecisionError::Client(_) => FailureKind::Other,
         }
     }

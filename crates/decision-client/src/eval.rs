@@ -10,10 +10,12 @@
 use std::fmt;
 use std::path::Path;
 
+use compaction_core::state::StateTurn;
 use compaction_core::{DecisionModel, DecisionState, ProbeRequest};
 use serde::Deserialize;
 
 use crate::offline::lexical_novelty;
+use crate::offline::text::pairs;
 
 /// One labelled case.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -32,17 +34,38 @@ pub struct Case {
 }
 
 impl Case {
-    /// The decision state the case describes.
+    /// The decision state the case describes, with the structured turns read from the case
+    /// file's serial Markdown (the case format is text; the engine's states carry their turns).
     pub fn state(&self) -> DecisionState {
-        DecisionState {
-            earlier_discussion: self.earlier_discussion.clone(),
-            latest_turn: self.latest_turn.clone(),
-        }
+        state_from_markdown(&self.earlier_discussion, &self.latest_turn)
     }
 
     /// The case's split (see the module docs).
     pub fn split(&self) -> &str {
         split_of(&self.id)
+    }
+}
+
+/// A decision state from serial Markdown alone (a case file's text, a hand-written state):
+/// the turns are read from the `**User**:` / `**Assistant**:` markers.
+pub fn state_from_markdown(earlier_discussion: &str, latest_turn: &str) -> DecisionState {
+    let mut turns: Vec<StateTurn> = pairs(earlier_discussion)
+        .into_iter()
+        .chain(pairs(latest_turn).into_iter().take(1))
+        .map(|p| StateTurn {
+            user: p.user,
+            assistant: p.assistant,
+            ..StateTurn::default()
+        })
+        .collect();
+    let n = turns.len();
+    for (i, t) in turns.iter_mut().enumerate() {
+        t.age = n - 1 - i;
+    }
+    DecisionState {
+        earlier_discussion: earlier_discussion.to_owned(),
+        latest_turn: latest_turn.to_owned(),
+        turns,
     }
 }
 
@@ -152,6 +175,28 @@ pub async fn score_cases(
     out
 }
 
+/// Asks `model` about every decision state, in order. A failed probe (an error, or an answer
+/// that is not a probability) is `None`.
+pub async fn score_states(
+    model: &dyn DecisionModel,
+    slug: &str,
+    states: &[&DecisionState],
+) -> Vec<Option<f64>> {
+    let mut out = Vec::with_capacity(states.len());
+    for state in states {
+        let request = ProbeRequest::new(slug, (*state).clone());
+        out.push(
+            model
+                .decide(&request)
+                .await
+                .ok()
+                .map(|a| a.probability)
+                .filter(|p| (0.0..=1.0).contains(p)),
+        );
+    }
+    out
+}
+
 /// The figures of one split.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Metrics {
@@ -163,6 +208,10 @@ pub struct Metrics {
     pub acc_at_tau: f64,
     /// F1 of the positive class at τ.
     pub f1_at_tau: f64,
+    /// Share of positives (pivots) with p ≥ τ; 0 when there is none.
+    pub recall_at_tau: f64,
+    /// Share of negatives with p < τ; 0 when there is none.
+    pub specificity_at_tau: f64,
     /// The best F1 over every threshold.
     pub f1_best: f64,
     /// The threshold giving `f1_best`.
@@ -177,8 +226,16 @@ impl fmt::Display for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "n={} auc={:.3} acc@tau={:.3} f1@tau={:.3} f1@best={:.3} brier={:.3} ece={:.3}",
-            self.n, self.auc, self.acc_at_tau, self.f1_at_tau, self.f1_best, self.brier, self.ece
+            "n={} auc={:.3} acc@tau={:.3} f1@tau={:.3} recall@tau={:.3} spec@tau={:.3} f1@best={:.3} brier={:.3} ece={:.3}",
+            self.n,
+            self.auc,
+            self.acc_at_tau,
+            self.f1_at_tau,
+            self.recall_at_tau,
+            self.specificity_at_tau,
+            self.f1_best,
+            self.brier,
+            self.ece
         )
     }
 }
@@ -226,6 +283,27 @@ pub fn accuracy_and_f1(scored: &[(f64, bool)], threshold: f64) -> (f64, f64) {
         2.0 * tp as f64 / (2 * tp + fp + fn_) as f64
     };
     ((tp + tn) as f64 / n, f1)
+}
+
+/// (recall, specificity) with positive predictions at p ≥ `threshold`: the share of
+/// positives predicted positive and of negatives predicted negative (0 for an absent class).
+pub fn recall_and_specificity(scored: &[(f64, bool)], threshold: f64) -> (f64, f64) {
+    let share = |label: bool, predicted: bool| {
+        let class: Vec<f64> = scored
+            .iter()
+            .filter(|(_, y)| *y == label)
+            .map(|(p, _)| *p)
+            .collect();
+        if class.is_empty() {
+            return 0.0;
+        }
+        let hits = class
+            .iter()
+            .filter(|p| (**p >= threshold) == predicted)
+            .count();
+        hits as f64 / class.len() as f64
+    };
+    (share(true, true), share(false, false))
 }
 
 /// The best F1 over every threshold equal to a score, and that threshold.
@@ -278,12 +356,15 @@ pub fn metrics(scored: &[(f64, bool)], tau: f64) -> Option<Metrics> {
         return None;
     }
     let (acc_at_tau, f1_at_tau) = accuracy_and_f1(scored, tau);
+    let (recall_at_tau, specificity_at_tau) = recall_and_specificity(scored, tau);
     let (f1_best, best_threshold) = best_f1(scored);
     Some(Metrics {
         n: scored.len(),
         auc: roc_auc(scored),
         acc_at_tau,
         f1_at_tau,
+        recall_at_tau,
+        specificity_at_tau,
         f1_best,
         best_threshold,
         brier: brier(scored),
@@ -325,6 +406,11 @@ mod tests {
         let (acc, f1) = accuracy_and_f1(&s, 0.75);
         close(acc, 0.4);
         close(f1, 0.4);
+        // Recall 1/3 (0.9 of 0.9, 0.6, 0.1), specificity 1/2 (0.2 of 0.8, 0.2).
+        let (recall, specificity) = recall_and_specificity(&s, 0.75);
+        close(recall, 1.0 / 3.0);
+        close(specificity, 0.5);
+        assert_eq!(recall_and_specificity(&[(0.9, true)], 0.75), (1.0, 0.0));
         // At 0.1 everything is positive: tp=3 fp=2 → F1 = 6/8; the best threshold.
         let (best, t) = best_f1(&s);
         close(best, 0.75);
@@ -359,6 +445,20 @@ mod tests {
         let groups = by_split(&cases);
         let names: Vec<(&str, usize)> = groups.iter().map(|(s, c)| (s.as_str(), c.len())).collect();
         assert_eq!(names, [("dev", 2), ("test", 1)]);
+    }
+
+    #[test]
+    fn a_case_reads_its_turns_from_the_markdown() {
+        let s = state_from_markdown(
+            "**User**: a?\n**Assistant**: b\n\n**User**: c\n**Assistant**: d",
+            "**User**: e\n**Assistant**: f",
+        );
+        let turns: Vec<(usize, &str, &str)> = s
+            .turns
+            .iter()
+            .map(|t| (t.age, t.user.as_str(), t.assistant.as_str()))
+            .collect();
+        assert_eq!(turns, [(2, "a?", "b"), (1, "c", "d"), (0, "e", "f")]);
     }
 
     #[test]

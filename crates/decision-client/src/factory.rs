@@ -5,6 +5,8 @@
 //!   not blank, else the offline lexical model.
 //! - `decisions`: the Decisions API, with the key when set and without one otherwise (for
 //!   self-hosted LiteLLM or SGLang).
+//! - `openai-decisions`: the OpenAI Decisions wire shape at the same `decision_api_*` endpoint
+//!   and key (set them to `https://api.openai.com`, `/v1/decisions`, `OPENAI_API_KEY`).
 //! - `chat-logprobs`: the chat judge, model `decision_chat_model` or else
 //!   `adaptive_compaction_decision_model`, with the key when set.
 //! - `offline`: the offline lexical model.
@@ -22,6 +24,7 @@ use crate::decisions::DecisionsApi;
 use crate::error::DecisionError;
 use crate::http::{ApiKey, join_url, shown_env_var_name};
 use crate::offline::OfflineLexical;
+use crate::openai_decisions::OpenAiDecisions;
 
 /// The chosen model and why.
 #[derive(Clone)]
@@ -111,6 +114,25 @@ pub fn build_decision_model(
                 ),
             };
             decisions(api_key, reason)
+        }
+        AdapterChoice::OpenAiDecisions => {
+            let keyed = if api_key.is_some() {
+                String::new()
+            } else {
+                format!(", without a key: {env_name} is not set")
+            };
+            OpenAiDecisions::new(&api_url, model, api_key, config.timeout())
+                .map(|m| Selected {
+                    model: Arc::new(m),
+                    adapter: AdapterChoice::OpenAiDecisions,
+                    reason: format!(
+                        "OpenAI Decisions {api_url} with model {model} (configured){keyed}"
+                    ),
+                })
+                .map_err(|source| FactoryError::Build {
+                    adapter: "openai-decisions",
+                    source,
+                })
         }
         AdapterChoice::ChatLogprobs => {
             let url = join_url(&config.chat_base_url, &config.chat_path);

@@ -4,6 +4,8 @@
 //!
 //! - [`decisions::DecisionsApi`]: the "System One" Decisions API (OpenRouter's
 //!   `/api/alpha/decisions` by default; Inception, LiteLLM and SGLang serve the same format).
+//! - [`openai_decisions::OpenAiDecisions`]: the OpenAI Decisions wire shape (`POST
+//!   /v1/decisions`, a `predicate` question, answers as an array, a `refusal` is a failed probe).
 //! - [`chat::ChatLogprobsJudge`]: the rubric as a yes/no question, p = P(yes) / (P(yes) + P(no)).
 //! - [`offline::OfflineLexical`]: deterministic, microseconds, no network; the default when no
 //!   key is configured. Its features, fitted weights and calibration are documented in
@@ -11,6 +13,8 @@
 //! - [`factory::build_decision_model`]: picks one from the settings, the keys of [`config`]
 //!   and the environment, and says why.
 //! - [`eval`]: the metrics `cargo xtask eval-decision` prints.
+//! - [`sessions`]: labelled research sessions and the decision states the engine sends after
+//!   each of their turns.
 //! - [`http`]: the HTTP plumbing every remote adapter in the workspace shares (the summarizer
 //!   crate uses it too): one JSON POST, a bearer key, one timeout, typed status errors.
 //!
@@ -23,7 +27,8 @@
 //! # Configuration
 //! The model slug is the spec's `adaptive_compaction_decision_model`; where and how to ask it
 //! are extra keys of the same JSON file, read by [`DecisionConfig::from_map`] (table in
-//! [`config`]): `decision_adapter` (`auto` | `decisions` | `chat-logprobs` | `offline`),
+//! [`config`]): `decision_adapter` (`auto` | `decisions` | `openai-decisions` | `chat-logprobs` |
+//! `offline`),
 //! `decision_api_base_url`, `decision_api_path`, `decision_api_key_env`,
 //! `decision_timeout_secs`, `decision_chat_base_url`, `decision_chat_path`,
 //! `decision_chat_model`, `decision_chat_api_key_env`, `decision_chat_top_logprobs`.
@@ -42,6 +47,7 @@
 //! let state = DecisionState {
 //!     earlier_discussion: "**User**: What causes capacity fade in graphite anodes?\n**Assistant**: Lithium plating.".into(),
 //!     latest_turn: "**User**: Switching topics: what does vanadium flow storage cost?\n**Assistant**: $0.20-0.35/kWh.".into(),
+//!     turns: Vec::new(),
 //! };
 //! let request = ProbeRequest::new(&settings.decision_model, state);
 //! let answer = tokio::runtime::Builder::new_current_thread()
@@ -62,6 +68,8 @@ mod exchange;
 pub mod factory;
 pub mod http;
 pub mod offline;
+pub mod openai_decisions;
+pub mod sessions;
 
 pub use chat::ChatLogprobsJudge;
 pub use compaction_core::DecisionModel;
@@ -70,3 +78,4 @@ pub use decisions::DecisionsApi;
 pub use error::DecisionError;
 pub use factory::{FactoryError, Selected, build_decision_model, process_env};
 pub use offline::OfflineLexical;
+pub use openai_decisions::OpenAiDecisions;

@@ -137,6 +137,7 @@ async fn the_built_adapter_uses_the_configured_endpoint_key_variable_and_timeout
         compaction_core::DecisionState {
             earlier_discussion: "**User**: a\n**Assistant**: b".into(),
             latest_turn: "**User**: c\n**Assistant**: d".into(),
+            turns: Vec::new(),
         },
     );
     let slow = build_decision_model(&settings, &make(0.2), &vars).unwrap();
@@ -177,6 +178,7 @@ fn a_pasted_key_never_reaches_a_config_error_or_a_reason() {
         for adapter in [
             AdapterChoice::Auto,
             AdapterChoice::Decisions,
+            AdapterChoice::OpenAiDecisions,
             AdapterChoice::ChatLogprobs,
         ] {
             let by_hand = DecisionConfig {

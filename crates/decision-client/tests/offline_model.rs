@@ -10,6 +10,7 @@ fn state(earlier: String, latest: String) -> DecisionState {
     DecisionState {
         earlier_discussion: earlier,
         latest_turn: latest,
+        turns: Vec::new(),
     }
 }
 
@@ -58,7 +59,7 @@ async fn the_port_reports_the_offline_model_and_no_usage() {
         state(String::new(), String::new()),
     );
     let answer = OfflineLexical.decide(&request).await.unwrap();
-    assert_eq!(answer.served_model.as_deref(), Some("offline-lexical-v1"));
+    assert_eq!(answer.served_model.as_deref(), Some("offline-lexical-v2"));
     assert!(answer.usage.is_none());
     assert_eq!(OfflineLexical.info().provider, "local");
 }

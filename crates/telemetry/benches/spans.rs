@@ -32,6 +32,7 @@ fn bench(c: &mut Criterion) {
         DecisionState {
             earlier_discussion: prose(300),
             latest_turn: prose(75),
+            turns: Vec::new(),
         },
     );
     let answer = DecisionAnswer::new(0.82)

@@ -35,6 +35,7 @@ fn record_a_turn(guard: &TelemetryGuard) {
             DecisionState {
                 earlier_discussion: "Dense retrieval settled.".into(),
                 latest_turn: "Now tokenizers.".into(),
+                turns: Vec::new(),
             },
         );
         let probe = telemetry.start_probe(&ProbeStart::new(&model, &request, 0.75, 4, 38_400));
@@ -295,6 +296,7 @@ fn record_a_phoenix_turn(guard: &TelemetryGuard) {
                 DecisionState {
                     earlier_discussion: "Dense retrieval settled.".into(),
                     latest_turn: "Now tokenizers.".into(),
+                    turns: Vec::new(),
                 },
             );
             let probe =
