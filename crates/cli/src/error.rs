@@ -14,6 +14,9 @@ pub(crate) enum CliError {
     /// The session database failed.
     #[error("database: {0}")]
     Database(String),
+    /// An input file other than a transcript (labels, an output path) is unusable.
+    #[error("input: {0}")]
+    Input(String),
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -24,7 +27,7 @@ impl CliError {
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
             CliError::Other(_) => 1,
-            CliError::Transcript(_) | CliError::Config(_) => 3,
+            CliError::Transcript(_) | CliError::Config(_) | CliError::Input(_) => 3,
             CliError::Database(_) => 4,
         }
     }

@@ -23,6 +23,7 @@ use tracing_subscriber::Layer as _;
 
 mod error;
 mod render;
+mod shadow;
 mod wiring;
 
 use cli::replay::{OutcomeSummary, Replay, TurnRecord};
@@ -88,6 +89,35 @@ enum Command {
         /// Database file.
         #[arg(long, value_name = "PATH")]
         db: PathBuf,
+    },
+    /// List the decisions shadow mode recorded for a session (`adaptive_compaction_shadow`).
+    Decisions {
+        #[command(flatten)]
+        target: SessionArgs,
+        /// The native session database.
+        #[arg(long, value_name = "PATH")]
+        db: PathBuf,
+        /// One JSON object per decision instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Choose τ from recorded shadow decisions and labels: the τ with the best F1, the lowest τ
+    /// reaching a target precision, and a reliability diagram.
+    Tune {
+        #[command(flatten)]
+        target: SessionArgs,
+        /// The native session database holding the decisions.
+        #[arg(long, value_name = "PATH")]
+        db: PathBuf,
+        /// Labels: a labelled research session (`.json`) or a CSV of `turn,label` lines.
+        #[arg(long, value_name = "FILE")]
+        labels: PathBuf,
+        /// The precision the second τ must reach.
+        #[arg(long, default_value_t = 0.9)]
+        precision: f64,
+        /// Write the reliability diagram to this PNG.
+        #[arg(long, value_name = "PNG")]
+        png: Option<PathBuf>,
     },
     /// Show or change the settings file (zocrates_config.json).
     Config {
@@ -262,6 +292,14 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Evaluate { run, db, target } => evaluate(run, target, db).await,
         Command::Inspect { target, db } => inspect(&target, db),
+        Command::Decisions { target, db, json } => decisions(&target, db, json),
+        Command::Tune {
+            target,
+            db,
+            labels,
+            precision,
+            png,
+        } => tune(&target, db, &labels, precision, png.as_deref()),
         Command::Config { action, config } => config_command(action, config),
     }
 }
@@ -336,6 +374,9 @@ fn build_engine(
     )
     .settings(wiring.settings.clone())
     .telemetry(telemetry)
+    .shadow(wiring.shadow)
+    .probe_deadline(wiring.probe_deadline)
+    .summarize_deadline(wiring.summarize_deadline)
     .build()
     .map_err(|e| CliError::Config(e.to_string()))
 }
@@ -617,6 +658,77 @@ fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
     )?;
     emit(&mut out, "\nAssembled context for the next turn:")?;
     emit(&mut out, render::context(&context, usize::MAX).trim_end())
+}
+
+/// The shadow decisions of a stored native session (opened for reading only).
+fn recorded_decisions(
+    target: &SessionArgs,
+    db: &std::path::Path,
+) -> Result<Vec<compaction_core::DecisionRecord>, CliError> {
+    if !db.exists() {
+        return Err(CliError::Database(format!(
+            "{}: no such database file",
+            wiring::shown(db)
+        )));
+    }
+    let key = SessionKey::new(
+        target.app.clone(),
+        target.user.clone(),
+        target.session.clone(),
+    );
+    let store = match open_existing(db)? {
+        ExistingStore::Native(store) => store,
+        ExistingStore::Adk(_) => {
+            return Err(CliError::Database(format!(
+                "{}: an ADK database keeps no shadow decisions (they live in the native store)",
+                wiring::shown(db)
+            )));
+        }
+    };
+    store
+        .blocking()
+        .decisions(&key)
+        .map_err(|e| CliError::Database(e.to_string()))
+}
+
+fn decisions(target: &SessionArgs, db: PathBuf, json: bool) -> Result<(), CliError> {
+    let decisions = recorded_decisions(target, &db)?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        for d in &decisions {
+            let line = serde_json::to_string(d).map_err(|e| CliError::Other(e.to_string()))?;
+            emit(&mut out, &line)?;
+        }
+        return Ok(());
+    }
+    emit(&mut out, shadow::decisions_table(&decisions).trim_end())
+}
+
+fn tune(
+    target: &SessionArgs,
+    db: PathBuf,
+    labels: &std::path::Path,
+    precision: f64,
+    png: Option<&std::path::Path>,
+) -> Result<(), CliError> {
+    if !(0.0..=1.0).contains(&precision) {
+        return Err(CliError::Input(format!(
+            "--precision must be a number in [0, 1], got {precision}"
+        )));
+    }
+    let decisions = recorded_decisions(target, &db)?;
+    let labels = shadow::read_labels(labels)?;
+    let tuning = shadow::tune(&decisions, &labels, precision);
+    let mut out = std::io::stdout().lock();
+    emit(&mut out, shadow::report(&tuning).trim_end())?;
+    if let Some(png) = png {
+        shadow::write_reliability_png(&tuning, png)?;
+        emit(
+            &mut out,
+            &format!("reliability diagram: {}", wiring::shown(png)),
+        )?;
+    }
+    Ok(())
 }
 
 fn config_command(action: ConfigAction, config: Option<PathBuf>) -> Result<(), CliError> {

@@ -23,6 +23,13 @@ pub(crate) struct Wiring {
     /// What the settings' reader should know: misspelled-looking keys, spec 3.1's
     /// disambiguation.
     pub(crate) warnings: Vec<String>,
+    /// `adaptive_compaction_shadow`: probe and record, never compact.
+    pub(crate) shadow: bool,
+    /// The engine's deadline for one probe: the decision adapter's own timeout and a margin,
+    /// so the adapter reports its timeout first.
+    pub(crate) probe_deadline: std::time::Duration,
+    /// The engine's deadline for one summary, likewise.
+    pub(crate) summarize_deadline: std::time::Duration,
 }
 
 impl Wiring {
@@ -33,8 +40,13 @@ impl Wiring {
             .iter()
             .map(|w| format!(" | warning: {w}"))
             .collect();
+        let shadow = if self.shadow {
+            " | shadow mode: decisions are recorded, nothing is compacted"
+        } else {
+            ""
+        };
         format!(
-            "decision model: {} | summarizer: {} | settings: {}{warning}",
+            "decision model: {} | summarizer: {} | settings: {}{shadow}{warning}",
             self.decision.reason, self.summarizer.reason, self.settings_origin
         )
     }
@@ -102,6 +114,11 @@ pub(crate) fn wire(
         .effective()
         .map_err(|e| CliError::Config(e.to_string()))?;
     let (decision_config, summarizer_config) = adapter_configs(&raw, &origin)?;
+    let shadow = compaction_core::settings::shadow_from(&raw)
+        .map_err(|e| CliError::Config(format!("{origin}: {e}")))?;
+    let margin = std::time::Duration::from_secs(1);
+    let probe_deadline = std::time::Duration::from_secs_f64(decision_config.timeout_secs) + margin;
+    let summarize_deadline = summarizer_config.timeout() + margin;
     let env = |name: &str| std::env::var(name).ok();
     let decision = decision_client::build_decision_model(&effective, &decision_config, env)
         .map_err(|e| CliError::Config(e.to_string()))?;
@@ -112,6 +129,9 @@ pub(crate) fn wire(
         decision,
         summarizer,
         settings_origin: origin,
+        shadow,
+        probe_deadline,
+        summarize_deadline,
         warnings: warnings
             .into_iter()
             .chain(effective.clamp_warning.map(|w| w.to_string()))
@@ -172,7 +192,8 @@ pub(crate) fn set_adapter_key(
 ) -> Result<ConfigFile, CliError> {
     let adapter_keys = decision_client::config::KEYS
         .iter()
-        .chain(&summarizer::config::KEYS);
+        .chain(&summarizer::config::KEYS)
+        .chain(&compaction_core::settings::EXTENSION_KEYS);
     if !adapter_keys.clone().any(|k| *k == key) {
         let known: Vec<&str> = compaction_core::settings::KEYS
             .iter()
@@ -192,6 +213,8 @@ pub(crate) fn set_adapter_key(
     let mut raw = file.raw().clone();
     raw.insert(key.to_owned(), value.clone());
     adapter_configs(&raw, &shown(file.path()))?;
+    compaction_core::settings::shadow_from(&raw)
+        .map_err(|e| CliError::Config(format!("{}: {e}", shown(file.path()))))?;
     store
         .set_extra(key, value)
         .map_err(|e| CliError::Config(e.to_string()))

@@ -20,6 +20,30 @@ pub const KEY_THRESHOLD: &str = "adaptive_compaction_threshold";
 /// Key: decision model slug.
 pub const KEY_DECISION_MODEL: &str = "adaptive_compaction_decision_model";
 
+/// Key (an extension, not one of the spec's eight): shadow mode, a boolean, default `false`.
+/// When true the engine probes and records every decision but never compacts
+/// ([`crate::EngineBuilder::shadow`]).
+pub const KEY_SHADOW: &str = "adaptive_compaction_shadow";
+
+/// Keys of ours beside the spec's eight that share its prefix: a settings file may hold them
+/// and they are no misspelling.
+pub const EXTENSION_KEYS: [&str; 1] = [KEY_SHADOW];
+
+/// Reads [`KEY_SHADOW`] from a settings object: absent is `false`; anything but a boolean is an
+/// error naming the key and the expected form.
+pub fn shadow_from(
+    raw: &serde_json::Map<String, serde_json::Value>,
+) -> Result<bool, SettingsError> {
+    match raw.get(KEY_SHADOW) {
+        None => Ok(false),
+        Some(serde_json::Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(SettingsError::NotABoolean {
+            key: KEY_SHADOW,
+            found: other.to_string(),
+        }),
+    }
+}
+
 /// The eight keys in the order of the spec's section 10.
 pub const KEYS: [&str; 8] = [
     KEY_ENABLE,
@@ -106,6 +130,14 @@ pub enum SettingsError {
     EmptyModel {
         /// The key.
         key: &'static str,
+    },
+    /// A boolean key held something else.
+    #[error("{key} must be true or false, got {found}")]
+    NotABoolean {
+        /// The key.
+        key: &'static str,
+        /// The value found, as JSON.
+        found: String,
     },
 }
 

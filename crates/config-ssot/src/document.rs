@@ -9,7 +9,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
-use compaction_core::settings::KEYS;
+use compaction_core::settings::{EXTENSION_KEYS, KEYS};
 use compaction_core::{EffectiveSettings, Settings};
 use serde_json::{Map, Value};
 
@@ -217,6 +217,7 @@ impl ConfigFile {
         self.extra()
             .map(|(key, _)| key)
             .filter(|key| PREFIXES.iter().any(|p| key.starts_with(p)))
+            .filter(|key| !EXTENSION_KEYS.contains(key))
             .map(|key| {
                 let closest = KEYS
                     .iter()

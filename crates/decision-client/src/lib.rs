@@ -70,6 +70,7 @@ pub mod http;
 pub mod offline;
 pub mod openai_decisions;
 pub mod sessions;
+pub mod tuning;
 
 pub use chat::ChatLogprobsJudge;
 pub use compaction_core::DecisionModel;
