@@ -36,6 +36,7 @@ pub enum TelemetryError {
         source_name: &'static str,
     },
     /// The OTLP exporter could not be built.
+    #[cfg(feature = "otlp")]
     #[error("cannot build the OTLP/HTTP exporter for {endpoint}: {source}")]
     Exporter {
         /// The endpoint.

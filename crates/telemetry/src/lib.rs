@@ -69,6 +69,7 @@
 mod config;
 mod error;
 pub mod keys;
+#[cfg(feature = "otlp")]
 mod otlp;
 /// The key-shaped-token scrubber every recorded text passes through: compaction-core's, the
 /// one the engine's own log lines use.
@@ -80,6 +81,7 @@ mod turn;
 
 pub use config::{HIDE_INPUTS_ENV, HIDE_OUTPUTS_ENV, ProbeSpanKind, TelemetryConfig};
 pub use error::TelemetryError;
+#[cfg(feature = "otlp")]
 pub use otlp::{
     DEFAULT_SERVICE_NAME, ENDPOINT_ENV, OtlpSetup, PHOENIX_ENDPOINT, PROJECT_NAME_ENV,
     SERVICE_NAME_ENV, TRACES_ENDPOINT_ENV, TelemetryGuard, init_otlp, shown_endpoint,
