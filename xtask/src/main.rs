@@ -6,6 +6,8 @@
 //! - `purity`: only the purity check.
 //! - `adk-interop`: the `compaction` binary against real Google ADK (Python venv, pinned ADK).
 //! - `eval-decision [--cases FILE] [--adapter NAME]`: decision-quality figures per split.
+//! - `eval-summary [--sessions DIR] [--summarizer offline|chat|auto] [--canary]`: how much of
+//!   the folded turns the rolling summary keeps (see `eval_summary`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -14,6 +16,7 @@ use std::time::Instant;
 
 mod adk;
 mod eval;
+mod eval_summary;
 mod purity;
 
 /// One step of `verify`.
@@ -119,6 +122,7 @@ fn main() -> ExitCode {
             }
         },
         Some("eval-decision") => eval::eval_decision(&args[1..]),
+        Some("eval-summary") => eval_summary::eval_summary(&args[1..]),
         Some("adk-interop") => match adk::interop() {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -127,7 +131,7 @@ fn main() -> ExitCode {
             }
         },
         _ => {
-            eprintln!("usage: cargo xtask <verify|purity|eval-decision|adk-interop>");
+            eprintln!("usage: cargo xtask <verify|purity|eval-decision|eval-summary|adk-interop>");
             ExitCode::from(2)
         }
     }
