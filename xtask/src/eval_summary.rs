@@ -131,6 +131,8 @@ struct LabelledTurn {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     facts: Vec<String>,
+    #[serde(default)]
+    superseded: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -212,7 +214,32 @@ fn dois(text: &str) -> Vec<String> {
     out
 }
 
-fn load_session(path: &Path) -> Result<(Vec<EvalTurn>, Vec<SupersededLine>), String> {
+/// The labelled checks of a session: the superseded-line checks and the (0-based) turn by
+/// which every retracted claim has been corrected (the highest turn its `superseded` note
+/// names); a fold is checked only once it covers that turn.
+#[derive(Debug, Clone, Default)]
+struct Corrections {
+    lines: Vec<SupersededLine>,
+    by_turn: Option<usize>,
+}
+
+fn corrected_by(notes: &[String]) -> Option<usize> {
+    static TURN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"turns? (\d+)(?:\s*[-–]\s*(\d+))?").expect("the pattern is valid")
+    });
+    notes
+        .iter()
+        .flat_map(|n| TURN.captures_iter(n).collect::<Vec<_>>())
+        .filter_map(|c| {
+            c.get(2)
+                .or(c.get(1))
+                .and_then(|m| m.as_str().parse::<usize>().ok())
+        })
+        .max()
+        .map(|n| n.saturating_sub(1))
+}
+
+fn load_session(path: &Path) -> Result<(Vec<EvalTurn>, Corrections), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let file: SessionFile =
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -232,7 +259,18 @@ fn load_session(path: &Path) -> Result<(Vec<EvalTurn>, Vec<SupersededLine>), Str
             dois: dois(t.synthesis.as_deref().unwrap_or("")),
         })
         .collect();
-    Ok((turns, file.checks.superseded_lines))
+    let notes: Vec<String> = file
+        .turns
+        .iter()
+        .flat_map(|t| t.superseded.clone())
+        .collect();
+    Ok((
+        turns,
+        Corrections {
+            lines: file.checks.superseded_lines,
+            by_turn: corrected_by(&notes),
+        },
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -355,8 +393,8 @@ async fn replay(
     let decision: Arc<dyn DecisionModel> = match run.every {
         Some(_) => Arc::new(AlwaysCompress),
         None => {
-            let mut decision_config =
-                decision_client::DecisionConfig::from_map(settings_map).map_err(|e| e.to_string())?;
+            let mut decision_config = decision_client::DecisionConfig::from_map(settings_map)
+                .map_err(|e| e.to_string())?;
             decision_config.adapter = decision_client::AdapterChoice::Offline;
             decision_client::build_decision_model(&effective, &decision_config, |_| None)
                 .map_err(|e| e.to_string())?
@@ -364,9 +402,8 @@ async fn replay(
         }
     };
     let dir = tempfile::tempdir().map_err(|e| format!("cannot create a temp dir: {e}"))?;
-    let store = Arc::new(
-        SqliteStore::open(dir.path().join("sessions.db")).map_err(|e| e.to_string())?,
-    );
+    let store =
+        Arc::new(SqliteStore::open(dir.path().join("sessions.db")).map_err(|e| e.to_string())?);
     let clock = Arc::new(TickClock::default());
     let ids = Arc::new(CountingIds::default());
     let engine = Engine::builder(
@@ -488,7 +525,10 @@ fn superseded_lines(summary: &str, checks: &[SupersededLine]) -> Vec<String> {
     for line in summary.lines() {
         let lower = line.to_lowercase();
         for check in checks {
-            if check.all_of.iter().all(|s| lower.contains(&s.to_lowercase()))
+            if check
+                .all_of
+                .iter()
+                .all(|s| lower.contains(&s.to_lowercase()))
                 && !check
                     .unless_any
                     .iter()
@@ -511,7 +551,8 @@ fn bibliography(summary: &str) -> (usize, usize) {
         let t = line.trim();
         if t.starts_with('#') {
             let h = t.trim_start_matches('#').trim().to_lowercase();
-            in_sources = h.contains("sources") || h.contains("references") || h.contains("bibliograph");
+            in_sources =
+                h.contains("sources") || h.contains("references") || h.contains("bibliograph");
             continue;
         }
         if in_sources && t.starts_with("- ") {
@@ -543,11 +584,16 @@ fn bibliography(summary: &str) -> (usize, usize) {
     (entries.len(), unclaimed)
 }
 
-fn measure(fold: &Fold, turns: &[EvalTurn], checks: &[SupersededLine]) -> Measure {
+fn measure(fold: &Fold, turns: &[EvalTurn], checks: &Corrections) -> Measure {
     let summary = normalized(&fold.text);
+    let corrected = checks.by_turn.is_some_and(|t| fold.covered.contains(&t));
     let mut m = Measure {
         tokens: CharsPerToken.estimate(&fold.text),
-        superseded: superseded_lines(&fold.text, checks),
+        superseded: if corrected {
+            superseded_lines(&fold.text, &checks.lines)
+        } else {
+            Vec::new()
+        },
         ..Measure::default()
     };
     for &n in &fold.covered {
@@ -555,7 +601,8 @@ fn measure(fold: &Fold, turns: &[EvalTurn], checks: &[SupersededLine]) -> Measur
             let kept = summary.contains(&normalized(&fact.text));
             m.facts.add(fact.kind, kept);
             if !kept {
-                m.missing.push(format!("t{} {}: {}", n + 1, fact.kind, fact.text));
+                m.missing
+                    .push(format!("t{} {}: {}", n + 1, fact.kind, fact.text));
             }
         }
         for doi in &turns[n].dois {
@@ -577,12 +624,30 @@ fn measure(fold: &Fold, turns: &[EvalTurn], checks: &[SupersededLine]) -> Measur
 const CANARY_TYPES: [&str; 5] = ["number", "citation", "identifier", "constraint", "decision"];
 const CANARY_TURNS: usize = 55;
 const SURNAMES: [&str; 11] = [
-    "Quillfeather", "Ostrowska", "Mbeki-Laurent", "Tanaka-Reyes", "Haugland", "Vasquez-Imre",
-    "Dunleavy", "Achterberg", "Rosenthal", "Okonkwo", "Lindqvist",
+    "Quillfeather",
+    "Ostrowska",
+    "Mbeki-Laurent",
+    "Tanaka-Reyes",
+    "Haugland",
+    "Vasquez-Imre",
+    "Dunleavy",
+    "Achterberg",
+    "Rosenthal",
+    "Okonkwo",
+    "Lindqvist",
 ];
 const SUBJECTS: [&str; 11] = [
-    "soil moisture", "leaf nitrogen", "stomatal conductance", "root biomass", "canopy height",
-    "seed mass", "pollen load", "nectar volume", "flowering date", "wing length", "forager count",
+    "soil moisture",
+    "leaf nitrogen",
+    "stomatal conductance",
+    "root biomass",
+    "canopy height",
+    "seed mass",
+    "pollen load",
+    "nectar volume",
+    "flowering date",
+    "wing length",
+    "forager count",
 ];
 
 /// The canary session: one planted fact per turn, types in rotation, between filler prose
@@ -600,7 +665,9 @@ fn canary_session() -> Vec<EvalTurn> {
                 (
                     format!("What is the typical {subject} effect in the field plots?"),
                     v.clone(),
-                    format!("The pooled plot-level estimate for {subject} is {v} across the trial sites."),
+                    format!(
+                        "The pooled plot-level estimate for {subject} is {v} across the trial sites."
+                    ),
                 )
             }
             "citation" => {
@@ -608,7 +675,9 @@ fn canary_session() -> Vec<EvalTurn> {
                 (
                     format!("Which study anchors the {subject} result?"),
                     key.clone(),
-                    format!("The anchoring study for {subject} is {key}, a multi-site field trial."),
+                    format!(
+                        "The anchoring study for {subject} is {key}, a multi-site field trial."
+                    ),
                 )
             }
             "identifier" => {
@@ -616,7 +685,9 @@ fn canary_session() -> Vec<EvalTurn> {
                 (
                     format!("Where is the {subject} data for this analysis?"),
                     path.clone(),
-                    format!("The cleaned {subject} table is stored at `{path}` in the project repository."),
+                    format!(
+                        "The cleaned {subject} table is stored at `{path}` in the project repository."
+                    ),
                 )
             }
             "constraint" => {
@@ -653,10 +724,7 @@ fn canary_session() -> Vec<EvalTurn> {
                 pipeline: Vec::new(),
                 findings_summary: None,
             },
-            facts: vec![Fact {
-                text: fact,
-                kind,
-            }],
+            facts: vec![Fact { text: fact, kind }],
             dois: Vec::new(),
         });
     }
@@ -678,7 +746,11 @@ fn settings_file(path: Option<&Path>) -> Result<Map<String, Value>, String> {
     }
 }
 
-async fn run_sessions(args: &Args, config: &SummarizerConfig, map: &Map<String, Value>) -> Result<bool, String> {
+async fn run_sessions(
+    args: &Args,
+    config: &SummarizerConfig,
+    map: &Map<String, Value>,
+) -> Result<bool, String> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(&args.sessions)
         .map_err(|e| format!("{}: {e}", args.sessions.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -752,11 +824,15 @@ async fn run_sessions(args: &Args, config: &SummarizerConfig, map: &Map<String, 
         }
         let (kept, total) = overall.total();
         println!(
-            "OVERALL [{}] last fold: {} | superseded (all folds) {superseded} | folds over budget ({budget} tokens) {over_budget} | dois lost {lost}",
+            "OVERALL [{}] last fold: {} | superseded (all folds covering the correction) {superseded} | folds over budget ({budget} tokens) {over_budget} | dois lost {lost}",
             run.name,
             overall.render()
         );
-        ok &= total > 0 && kept * 100 >= total * 95 && superseded == 0 && over_budget == 0 && lost == 0;
+        ok &= total > 0
+            && kept * 100 >= total * 95
+            && superseded == 0
+            && over_budget == 0
+            && lost == 0;
     }
     Ok(ok)
 }
@@ -781,7 +857,7 @@ async fn run_canary(config: &SummarizerConfig, map: &Map<String, Value>) -> Resu
             ok = false;
             continue;
         };
-        let m = measure(fold, &turns, &[]);
+        let m = measure(fold, &turns, &Corrections::default());
         println!(
             "after {after} folds (turn {}, {} turns folded, {} tokens): {}",
             fold.after_turn,

@@ -50,11 +50,13 @@
 //! ```
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod bibliography;
 pub mod chat;
 pub mod citation;
 pub mod config;
 pub mod error;
 pub mod factory;
+pub mod findings;
 pub mod ledger;
 pub mod offline;
 mod text;
