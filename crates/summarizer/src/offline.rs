@@ -13,7 +13,9 @@
 //! **Corrections honoured:** when a new turn corrects an earlier figure, every earlier line
 //! (of the previous summary or of the slice) that states a retracted figure is kept but marked
 //! `- Superseded by a later correction: …` (a heading gets `(figures corrected later)`), so
-//! the old claim is never stated as valid; the correction itself is pinned.
+//! the old claim is never stated as valid; the correction itself is pinned, and the correcting
+//! turn's synthesis sentences that state a retracted figure read `- About a corrected figure:
+//! …` (its table rows and its answer are the corrected record and stay as they are).
 //!
 //! Rolling consolidation parses the previous summary back into its topics (a summary written by
 //! another summarizer becomes one `### Earlier summary` topic) and puts the new topics after
@@ -61,6 +63,7 @@ const CONSTRAINT: &str = "- Constraint: ";
 const DECISION: &str = "- Decision: ";
 const CORRECTION: &str = "- Correction: ";
 const SUPERSEDED: &str = "- Superseded by a later correction: ";
+const REFERS: &str = "- About a corrected figure: ";
 const NOTE_PREFIX: &str = "_Condensed to stay within";
 /// Longest question heading, in characters.
 const MAX_QUESTION_CHARS: usize = 160;
@@ -344,7 +347,11 @@ fn topic_of(turn: &TurnDigest) -> (Topic, BTreeSet<String>) {
             if findings::is_decision(&s) {
                 lines.push(Line::new(Rank::Pinned, format!("{DECISION}{s}")));
             } else if findings::is_finding(&s) {
-                lines.push(Line::finding(format!("{LINE}{s}")));
+                // In a correction turn, the synthesis's sentences about a retracted figure
+                // (how it was reported, why it cannot hold) say so.
+                let about_retracted = retracted.iter().any(|f| findings::states_figure(&s, f));
+                let prefix = if about_retracted { REFERS } else { LINE };
+                lines.push(Line::finding(format!("{prefix}{s}")));
             }
         }
     }
