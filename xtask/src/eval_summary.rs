@@ -518,6 +518,8 @@ struct Measure {
     dois_lost: Vec<String>,
     unclaimed_entries: usize,
     entries: usize,
+    /// The citation ledger had to append `## Sources carried forward`.
+    carried_forward: bool,
 }
 
 fn superseded_lines(summary: &str, checks: &[SupersededLine]) -> Vec<String> {
@@ -611,6 +613,7 @@ fn measure(fold: &Fold, turns: &[EvalTurn], checks: &Corrections) -> Measure {
             }
         }
     }
+    m.carried_forward = fold.text.contains(summarizer::CARRIED_FORWARD_HEADING);
     m.dois_lost.sort();
     m.dois_lost.dedup();
     (m.entries, m.unclaimed_entries) = bibliography(&fold.text);
@@ -650,8 +653,9 @@ const SUBJECTS: [&str; 11] = [
     "forager count",
 ];
 
-/// The canary session: one planted fact per turn, types in rotation, between filler prose
-/// with numbers that are not facts of the turn.
+/// The canary session: one planted fact per turn, types in rotation, in an answer of filler
+/// prose, with a tool synthesis of six figures that are not planted facts (about 60 of them
+/// per fold, so that the budget bites after a few folds).
 fn canary_session() -> Vec<EvalTurn> {
     let mut turns = Vec::new();
     for i in 0..CANARY_TURNS {
@@ -714,15 +718,34 @@ fn canary_session() -> Vec<EvalTurn> {
              This remains an open question worth revisiting once more data arrive."
         );
         let assistant = format!("{filler}\n\n{planted}\n\nWant me to look further into {subject}?");
+        // Evidence that competes for the budget: a synthesis with figures of its own.
+        let synthesis = (0..6)
+            .map(|k| {
+                format!(
+                    "Plot {} recorded {}.{} cm of {subject} change in season {}, against {}.{} cm at the control site.",
+                    i * 10 + k,
+                    20 + (i * 7 + k * 3) % 70,
+                    (i + k) % 10,
+                    k + 1,
+                    15 + (i * 5 + k) % 60,
+                    (i * 3 + k) % 10
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
         turns.push(EvalTurn {
             transcript: TranscriptTurn {
                 user: user.clone(),
                 assistant,
                 prompt_tokens: None,
                 completion_tokens: None,
-                tools: Vec::new(),
+                tools: vec![ToolUse {
+                    name: "search_library".into(),
+                    args: None,
+                    result: format!("## Field notes on {subject}\n\n{synthesis}"),
+                }],
                 pipeline: Vec::new(),
-                findings_summary: None,
+                findings_summary: Some(planted.clone()),
             },
             facts: vec![Fact { text: fact, kind }],
             dois: Vec::new(),
@@ -783,7 +806,7 @@ async fn run_sessions(
                 }
                 superseded += m.superseded.len();
                 println!(
-                    "  {name} fold {} (after turn {}, covers {} turns): {} | superseded {} | tokens {} | dois lost {} | bibliography {} entries, {} with no claim",
+                    "  {name} fold {} (after turn {}, covers {} turns): {} | superseded {} | tokens {} | dois lost {} | bibliography {} entries, {} with no claim{}",
                     i + 1,
                     fold.after_turn,
                     fold.covered.len(),
@@ -792,7 +815,12 @@ async fn run_sessions(
                     m.tokens,
                     m.dois_lost.len(),
                     m.entries,
-                    m.unclaimed_entries
+                    m.unclaimed_entries,
+                    if m.carried_forward {
+                        " | ledger carried sources forward"
+                    } else {
+                        ""
+                    }
                 );
                 if args.verbose {
                     for s in &m.superseded {

@@ -74,13 +74,38 @@ pub(crate) fn facts(line: &str) -> BTreeSet<String> {
     }
     for m in NUMBER.find_iter(line) {
         if let Some(n) = counted_number(line, m.start(), m.as_str()) {
-            out.insert(n);
+            out.insert(match unit_after(&line[m.end()..]) {
+                Some(unit) => format!("{n} {unit}"),
+                None => n,
+            });
         }
     }
     for m in IDENTIFIER.find_iter(line) {
         out.insert(m.as_str().trim_matches('`').to_owned());
     }
     out
+}
+
+/// Words after a number that are no unit.
+const NOT_UNITS: [&str; 20] = [
+    "for", "and", "to", "of", "in", "at", "with", "vs", "the", "a", "or", "on", "by", "from", "is",
+    "was", "were", "are", "as", "than",
+];
+
+/// The unit after a number (`mg/kg`, `cm`, `trials`): the next word, unless it is a function
+/// word, so that `55.5 mg/kg` and `55.5 cm` are different facts.
+fn unit_after(rest: &str) -> Option<String> {
+    let word: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || matches!(c, '/' | '¹' | '⁴' | '°'))
+        .collect();
+    let lower = word.to_lowercase();
+    (!word.is_empty()
+        && rest.starts_with(' ')
+        && word.chars().next().is_some_and(char::is_alphabetic)
+        && !NOT_UNITS.contains(&lower.as_str()))
+    .then_some(lower)
 }
 
 /// A number worth counting, normalized; `None` for a single digit, a year, or a digit inside
@@ -229,6 +254,9 @@ mod tests {
         );
         assert!(f.contains("0.31"), "{f:?}");
         assert!(f.contains("9,812"), "{f:?}");
+        assert!(facts("55.5 mg/kg").contains("55.5 mg/kg"));
+        assert!(facts("55.5 cm and more").contains("55.5 cm"));
+        assert!(facts("0.31 for 10 min").contains("0.31"));
         assert!(f.contains("run_7.yaml"), "{f:?}");
         assert!(f.iter().any(|k| k.starts_with("ay:haddad")), "{f:?}");
         assert!(!f.contains("2021"), "{f:?}");

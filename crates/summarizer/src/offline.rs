@@ -8,7 +8,8 @@
 //!   (`- Correction: …`): pinned, never dropped;
 //! - the answer's first sentence, when it states no fact (prose, dropped first);
 //! - every **finding** (a sentence or a Markdown table row that states a number, a citation or
-//!   an identifier, see [`crate::findings`]) of the answer and of the tool syntheses, each once.
+//!   an identifier, see [`crate::findings`]) of the answer (`- `) and of the tool syntheses
+//!   (`* `, evidence), each once.
 //!
 //! **Corrections honoured:** when a new turn corrects an earlier figure, every earlier line
 //! (of the previous summary or of the slice) that states a retracted figure is kept but marked
@@ -22,9 +23,9 @@
 //! them.
 //!
 //! **The budget** (`summarizer_summary_max_tokens`, characters / 4): over it, lines go in this
-//! order, oldest topic first: prose; findings whose every fact another kept line states;
-//! superseded lines; findings without a citation; cited findings; then the headings of empty
-//! topics. A kept line is never cut, so a kept finding keeps its numbers and sources; a note
+//! order, oldest topic first: prose; findings whose every fact another kept line states
+//! (evidence first); superseded lines; evidence without a citation; the answer's findings
+//! without a citation; cited findings. A kept line is never cut, so a kept finding keeps its numbers and sources; a note
 //! says how many lines were left out.
 //!
 //! **The bibliography** ([`crate::bibliography`]): the sources the kept lines cite, one
@@ -59,6 +60,8 @@ const QUESTION_PREFIX: &str = "### Q: ";
 const FOREIGN_HEADING: &str = "### Earlier summary";
 const CORRECTED_MARK: &str = "(figures corrected later) ";
 const LINE: &str = "- ";
+/// A line of a tool synthesis (evidence) rather than of the answer: also a Markdown bullet.
+const EVIDENCE: &str = "* ";
 const CONSTRAINT: &str = "- Constraint: ";
 const DECISION: &str = "- Decision: ";
 const CORRECTION: &str = "- Correction: ";
@@ -79,7 +82,9 @@ enum Rank {
     Prose,
     /// An earlier claim a later turn corrected.
     Superseded,
-    /// States numbers or identifiers, no citation.
+    /// A tool synthesis's line that states numbers or identifiers, no citation.
+    Evidence,
+    /// An answer's line that states numbers or identifiers, no citation.
     Figure,
     /// States a citation.
     Cited,
@@ -100,10 +105,13 @@ impl Line {
         Line { rank, text, facts }
     }
 
-    /// A finding's rank from its content.
+    /// A finding's rank from its content and its origin (a line of a tool synthesis starts
+    /// with [`EVIDENCE`]).
     fn finding(text: String) -> Line {
         let rank = if findings::is_cited(&text) {
             Rank::Cited
+        } else if findings::is_finding(&text) && text.starts_with(EVIDENCE) {
+            Rank::Evidence
         } else if findings::is_finding(&text) {
             Rank::Figure
         } else {
@@ -238,9 +246,11 @@ fn condense(topics: &mut [Topic], target: usize, limit: usize) -> usize {
     // (rank, only restated lines)
     let passes = [
         (Rank::Prose, false),
+        (Rank::Evidence, true),
         (Rank::Figure, true),
         (Rank::Cited, true),
         (Rank::Superseded, false),
+        (Rank::Evidence, false),
         (Rank::Figure, false),
         (Rank::Cited, false),
     ];
@@ -333,12 +343,12 @@ fn topic_of(turn: &TurnDigest) -> (Topic, BTreeSet<String>) {
             ));
         }
     }
-    let tables = std::iter::once(turn.assistant.as_str())
-        .chain(turn.tool_outputs.iter().map(String::as_str));
-    for text in tables {
+    let tables = std::iter::once((LINE, turn.assistant.as_str()))
+        .chain(turn.tool_outputs.iter().map(|t| (EVIDENCE, t.as_str())));
+    for (prefix, text) in tables {
         for row in findings::table_rows(text) {
             if findings::is_finding(&row) {
-                lines.push(Line::finding(format!("{LINE}{row}")));
+                lines.push(Line::finding(format!("{prefix}{row}")));
             }
         }
     }
@@ -350,7 +360,7 @@ fn topic_of(turn: &TurnDigest) -> (Topic, BTreeSet<String>) {
                 // In a correction turn, the synthesis's sentences about a retracted figure
                 // (how it was reported, why it cannot hold) say so.
                 let about_retracted = retracted.iter().any(|f| findings::states_figure(&s, f));
-                let prefix = if about_retracted { REFERS } else { LINE };
+                let prefix = if about_retracted { REFERS } else { EVIDENCE };
                 lines.push(Line::finding(format!("{prefix}{s}")));
             }
         }
