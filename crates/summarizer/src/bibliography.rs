@@ -24,6 +24,8 @@ use crate::text::cut;
 
 /// Longest title kept in a compact entry, in characters.
 pub const MAX_TITLE_CHARS: usize = 80;
+/// Between two items of the `Also cited` line (entries may hold `; ` themselves).
+pub const ALSO_SEPARATOR: &str = " · ";
 /// The start of the line that lists the sources no kept finding cites.
 pub const ALSO_CITED: &str = "Also cited (no finding kept above):";
 
@@ -157,7 +159,7 @@ pub(crate) fn render(heading: &str, entries: &[Citation], kept_prose: &str) -> S
     }
     // The items of an earlier `Also cited` line come back as sources of their own.
     for entry in entries.iter().filter(|c| c.text.starts_with(ALSO_CITED)) {
-        for item in entry.text[ALSO_CITED.len()..].split("; ") {
+        for item in entry.text[ALSO_CITED.len()..].split(ALSO_SEPARATOR) {
             let item = item.trim().trim_end_matches('.');
             let ids: Vec<Citation> = citation::extract(item)
                 .into_iter()
@@ -170,10 +172,18 @@ pub(crate) fn render(heading: &str, entries: &[Citation], kept_prose: &str) -> S
                 continue;
             }
             seen_ids.extend(ids.iter().map(|id| id.key.clone()));
-            let key = item.split(" (").next().map(str::to_owned);
+            // `key (id)` as this module writes it; anything else stays as written.
+            let key = match (item.rsplit_once(" ("), ids.as_slice()) {
+                (Some((key, id)), [only]) if id.strip_suffix(')') == Some(only.text.as_str()) => {
+                    Some(key.to_owned())
+                }
+                _ => None,
+            };
             sources.push(Source {
-                line: item.to_owned(),
-                key: key.filter(|_| !ids.is_empty()),
+                line: key
+                    .as_ref()
+                    .map_or_else(|| item.to_owned(), |k| format!("{k} — {}", ids[0].text)),
+                key,
                 ids,
             });
         }
@@ -221,7 +231,7 @@ pub(crate) fn render(heading: &str, entries: &[Citation], kept_prose: &str) -> S
         out.push('\n');
         out.push_str(ALSO_CITED);
         out.push(' ');
-        out.push_str(&also.join("; "));
+        out.push_str(&also.join(ALSO_SEPARATOR));
         out.push('.');
     }
     out
@@ -238,7 +248,7 @@ mod tests {
         );
         assert_eq!(
             s.line,
-            "Haddad & Rivas 2021 — Trial-level variability and the reliability paradox in task fMRI: a hierarchical… — doi:10.5555/pmni.2021.0012"
+            "Haddad & Rivas 2021 — Trial-level variability and the reliability paradox in task fMRI: a hierarchica… — doi:10.5555/pmni.2021.0012"
         );
         let three = Source::of(
             "Nwosu, C., Ekwueme, J., & Park, S.-Y. (2023). Trial counts. *Cortex*, 9. https://doi.org/10.5555/cxm.2023.0077",

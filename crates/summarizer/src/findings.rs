@@ -27,8 +27,10 @@ use regex::Regex;
 use crate::citation::{self, CitationKind};
 
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"[−\-+±]?\d[\d,]*(?:\.\d+)?(?:\s?[–\-]\s?\d[\d,]*(?:\.\d+)?)?(?:\s?[%σ‰×])?")
-        .expect("the pattern is valid")
+    Regex::new(
+        r"[−\-+±]?\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?[–\-]\s?\d(?:[\d,]*\d)?(?:\.\d+)?)?(?:\s?[%σ‰×])?",
+    )
+    .expect("the pattern is valid")
 });
 static IDENTIFIER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
@@ -185,7 +187,7 @@ pub(crate) fn states_figure(line: &str, figure: &str) -> bool {
         let before = line[..i].chars().next_back();
         let after = line[i + figure.len()..].chars().next();
         !before.is_some_and(|c| c.is_ascii_digit() || c == '.' || c == ',')
-            && !after.is_some_and(|c| c.is_ascii_digit() || (c == '.' && !figure.ends_with('.')))
+            && !after.is_some_and(|c| c.is_ascii_digit())
             && !(after == Some('.')
                 && line[i + figure.len() + 1..]
                     .chars()

@@ -25,7 +25,8 @@
 //! **The budget** (`summarizer_summary_max_tokens`, characters / 4): over it, lines go in this
 //! order, oldest topic first: prose; findings whose every fact another kept line states
 //! (evidence first); superseded lines; evidence without a citation; the answer's findings
-//! without a citation; cited findings. A kept line is never cut, so a kept finding keeps its numbers and sources; a note
+//! without a citation; cited findings; then the headings of topics left empty (the newest
+//! topic stays). A kept line is never cut, so a kept finding keeps its numbers and sources; a note
 //! says how many lines were left out.
 //!
 //! **The bibliography** ([`crate::bibliography`]): the sources the kept lines cite, one
@@ -183,33 +184,49 @@ impl OfflineSummarizer {
         }
         dedupe(&mut topics);
         let ledger = CitationLedger::from_request(request);
-        // The bibliography with every line kept is the largest it gets: the prose gets the rest.
-        let all_prose = render_topics(&topics);
+        let budget_chars = self.budget_tokens * 4;
+        // The bibliography with every line kept; lines dropped from the prose can move
+        // citations into its `Also cited` line, so the prose target shrinks by any overshoot.
         let bibliography_chars =
-            bibliography::render(SOURCES_HEADING, ledger.entries(), &all_prose)
+            bibliography::render(SOURCES_HEADING, ledger.entries(), &render_topics(&topics))
                 .chars()
                 .count();
-        let budget_chars = self.budget_tokens * 4;
-        let prose_budget = budget_chars.saturating_sub(bibliography_chars + 2);
-        let dropped = condense(
-            &mut topics,
-            prose_budget.saturating_sub(NOTE_RESERVE),
-            prose_budget,
-        );
-        let mut prose = render_topics(&topics);
-        if dropped > 0 {
-            prose.push_str(&format!(
-                "\n\n{NOTE_PREFIX} summarizer_summary_max_tokens = {}: {dropped} lines left out \
-                 (prose and restated figures first); every source is still listed._",
-                self.budget_tokens
-            ));
+        let mut prose_budget = budget_chars.saturating_sub(bibliography_chars + 2);
+        let mut dropped = 0;
+        let mut text;
+        loop {
+            let now = condense(
+                &mut topics,
+                prose_budget.saturating_sub(NOTE_RESERVE),
+                prose_budget,
+            );
+            dropped += now;
+            let mut prose = render_topics(&topics);
+            if dropped > 0 {
+                prose.push_str(&format!(
+                    "\n\n{NOTE_PREFIX} summarizer_summary_max_tokens = {}: {dropped} lines left \
+                     out (prose and restated figures first); every source is still listed._",
+                    self.budget_tokens
+                ));
+            }
+            let sources = bibliography::render(SOURCES_HEADING, ledger.entries(), &prose);
+            text = if sources.is_empty() {
+                prose
+            } else {
+                format!("{prose}\n\n{sources}")
+            };
+            let overshoot = text.chars().count().saturating_sub(budget_chars);
+            // Over the budget: shrink the prose target by the overshoot while lines still go.
+            if overshoot == 0 || (now == 0 && prose_budget == 0) {
+                break;
+            }
+            let next = prose_budget.saturating_sub(overshoot.max(NOTE_RESERVE));
+            if now == 0 && next == prose_budget {
+                break;
+            }
+            prose_budget = next;
         }
-        let sources = bibliography::render(SOURCES_HEADING, ledger.entries(), &prose);
-        if sources.is_empty() {
-            prose
-        } else {
-            format!("{prose}\n\n{sources}")
-        }
+        text
     }
 }
 
@@ -224,7 +241,7 @@ fn render_topics(topics: &[Topic]) -> String {
 
 /// Drops lines until the prose fits `target` characters (when it is over `limit`): see the
 /// module docs for the order. Returns how many lines went.
-fn condense(topics: &mut [Topic], target: usize, limit: usize) -> usize {
+fn condense(topics: &mut Vec<Topic>, target: usize, limit: usize) -> usize {
     let mut total = TITLE.chars().count() + topics.iter().map(Topic::chars).sum::<usize>();
     if total <= limit {
         return 0;
@@ -272,6 +289,16 @@ fn condense(topics: &mut [Topic], target: usize, limit: usize) -> usize {
                     i += 1;
                 }
             }
+        }
+    }
+    // Then the headings of topics left empty, oldest first (the newest topic stays).
+    let mut i = 0;
+    while total > target && i + 1 < topics.len() {
+        if topics[i].lines.is_empty() {
+            total -= topics.remove(i).chars();
+            dropped += 1;
+        } else {
+            i += 1;
         }
     }
     dropped
