@@ -25,8 +25,9 @@
 //! **The budget** (`summarizer_summary_max_tokens`, characters / 4): over it, lines go in this
 //! order, oldest topic first: prose; findings whose every fact another kept line states
 //! (evidence first); superseded lines; evidence without a citation; the answer's findings
-//! without a citation; cited findings; then the headings of topics left empty (the newest
-//! topic stays). A kept line is never cut, so a kept finding keeps its numbers and sources; a note
+//! without a citation; cited findings — each topic keeping its headline (its answer's first
+//! finding) — then the headlines, and the headings of topics left empty (the newest topic
+//! stays). A kept line is never cut, so a kept finding keeps its numbers and sources; a note
 //! says how many lines were left out.
 //!
 //! **The bibliography** ([`crate::bibliography`]): the sources the kept lines cite, one
@@ -137,6 +138,20 @@ impl Topic {
                 .iter()
                 .map(|l| l.text.chars().count() + 1)
                 .sum::<usize>()
+    }
+
+    /// The line kept longest: the first finding of the answer, else the first finding.
+    fn headline(&self) -> Option<usize> {
+        self.lines
+            .iter()
+            .position(|l| {
+                matches!(l.rank, Rank::Figure | Rank::Cited) && !l.text.starts_with(EVIDENCE)
+            })
+            .or_else(|| {
+                self.lines
+                    .iter()
+                    .position(|l| matches!(l.rank, Rank::Evidence | Rank::Figure | Rank::Cited))
+            })
     }
 
     fn render(&self, out: &mut String) {
@@ -271,12 +286,32 @@ fn condense(topics: &mut Vec<Topic>, target: usize, limit: usize) -> usize {
         (Rank::Figure, false),
         (Rank::Cited, false),
     ];
-    for (rank, only_restated) in passes {
+    // First every topic keeps its headline (its first finding), so that an old topic shrinks
+    // to its question and one finding before any topic loses its last one; then headlines go,
+    // oldest topic first.
+    let last_resort = [
+        (Rank::Evidence, false),
+        (Rank::Figure, false),
+        (Rank::Cited, false),
+    ];
+    let passes = passes
+        .iter()
+        .map(|&(rank, restated)| (rank, restated, true))
+        .chain(
+            last_resort
+                .iter()
+                .map(|&(rank, restated)| (rank, restated, false)),
+        );
+    for (rank, only_restated, keep_headline) in passes {
         for topic in topics.iter_mut() {
             let mut i = 0;
             while total > target && i < topic.lines.len() {
+                let headline = keep_headline.then(|| topic.headline()).flatten();
                 let line = &topic.lines[i];
-                if line.rank == rank && (!only_restated || restated(line, &count)) {
+                if line.rank == rank
+                    && Some(i) != headline
+                    && (!only_restated || restated(line, &count))
+                {
                     for f in &line.facts {
                         if let Some(c) = count.get_mut(f) {
                             *c -= 1;
