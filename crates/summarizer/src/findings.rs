@@ -58,8 +58,9 @@ static DECISION: LazyLock<Regex> = LazyLock::new(|| {
 });
 static CORRECTION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r"(?i)\b(?:correction|my error|my mistake|was wrong|were wrong|is wrong|wrongly|",
-        r"misread|misattribut\w*|misstated|retract\w*|withdrawn|withdraw|I was mistaken)\b",
+        r"(?i)(?:\bcorrection\s*:|\b(?:a|my|one|small|quick) correction\b|",
+        r"\b(?:my error|my mistake|was wrong|were wrong|is wrong|wrongly|misread|",
+        r"misattribut\w*|misstated|retract\w*|withdrawn|withdraw|I was mistaken)\b)",
     ))
     .expect("the pattern is valid")
 });
@@ -276,6 +277,7 @@ mod tests {
         let cues = correction_cues(&[
             "You were right — correction: the 0.26 I gave is not univariate.".into(),
             "The bias-adjusted estimate is −0.31.".into(),
+            "Use 2 mV with the two-exponential baseline correction.".into(),
         ]);
         assert_eq!(cues.len(), 1);
         let retracted = retracted_figures(&cues);

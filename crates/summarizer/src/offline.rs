@@ -361,8 +361,16 @@ fn mark_superseded(topics: &mut [Topic], retracted: &BTreeSet<String>) {
             }
         }
         for line in &mut topic.lines {
-            if matches!(line.rank, Rank::Figure | Rank::Cited | Rank::Prose) && states(&line.text) {
-                let body = line.text.strip_prefix(LINE).unwrap_or(&line.text);
+            let markable = matches!(
+                line.rank,
+                Rank::Evidence | Rank::Figure | Rank::Cited | Rank::Prose
+            );
+            if markable && states(&line.text) {
+                let body = line
+                    .text
+                    .strip_prefix(LINE)
+                    .or_else(|| line.text.strip_prefix(EVIDENCE))
+                    .unwrap_or(&line.text);
                 line.text = format!("{SUPERSEDED}{body}");
                 line.rank = Rank::Superseded;
             }
@@ -524,5 +532,131 @@ impl Summarizer for OfflineSummarizer {
             served_model: Some(MODEL_NAME.into()),
             usage: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(user: &str, assistant: &str, synthesis: &str) -> TurnDigest {
+        TurnDigest {
+            invocation_id: user.into(),
+            user: user.into(),
+            assistant: assistant.into(),
+            tool_outputs: if synthesis.is_empty() {
+                Vec::new()
+            } else {
+                vec![synthesis.into()]
+            },
+        }
+    }
+
+    fn request(previous: Option<&str>, turns: Vec<TurnDigest>) -> SummaryRequest {
+        SummaryRequest {
+            model: String::new(),
+            prompt: String::new(),
+            previous_summary: previous.map(str::to_owned),
+            new_turns_text: String::new(),
+            turns,
+        }
+    }
+
+    fn claim() -> TurnDigest {
+        turn(
+            "Is there a meta-analysis of foraging effects?",
+            "Their pooled effect is g = −0.84 (95% CI −1.07 to −0.61), a large effect.",
+            "## Meta-analysis\n- Pooled effect: g = −0.84, a large effect.\n- Field studies (k = 10): g = −0.12.",
+        )
+    }
+
+    fn correction() -> TurnDigest {
+        turn(
+            "Hold on. −0.84 as the pooled effect?",
+            "You were right — **correction**: the pooled estimate is g = −0.42, not −0.84. \
+             The −0.84 is the laboratory subgroup.\n\n| Subset | k | g |\n|---|---|---|\n| Laboratory | 21 | −0.84 |\n| Pooled | 47 | −0.42 |",
+            "",
+        )
+    }
+
+    /// Every earlier line stating the retracted figure is marked, in the same slice and across
+    /// folds (the previous summary's evidence lines included); the correction is pinned and
+    /// its own table keeps −0.84 as the laboratory figure.
+    #[test]
+    fn a_correction_marks_every_earlier_statement_of_the_retracted_figure() {
+        let offline = OfflineSummarizer::new(7000);
+        let same_slice = offline.consolidate(&request(None, vec![claim(), correction()]));
+        let first = offline.consolidate(&request(None, vec![claim()]));
+        assert!(first.contains("* Pooled effect: g = −0.84"), "{first}");
+        let rolled = offline.consolidate(&request(Some(&first), vec![correction()]));
+        for text in [&same_slice, &rolled] {
+            let (earlier, later) = text
+                .split_once("### Q: Hold on.")
+                .expect("the correcting turn is a topic");
+            for line in earlier.lines().filter(|l| l.contains("−0.84")) {
+                assert!(line.starts_with(SUPERSEDED), "{line}\n{text}");
+            }
+            // The unrelated field figure stays valid.
+            assert!(
+                earlier.contains("\n* Field studies (k = 10): g = −0.12."),
+                "{text}"
+            );
+            assert!(later.contains(
+                "- Correction: You were right — correction: the pooled estimate is g = −0.42, not −0.84."
+            ));
+            assert!(later.contains("- Laboratory — k: 21; g: −0.84"), "{text}");
+        }
+    }
+
+    /// Under a tight budget, constraints and decisions stay and no kept line is cut.
+    #[test]
+    fn a_tight_budget_keeps_pinned_lines_and_whole_findings() {
+        let mut turns = vec![turn(
+            "Please exclude pre-2015 studies from the review.",
+            "Decision: we will use a random-effects model. Understood.",
+            "",
+        )];
+        for i in 0..30 {
+            turns.push(turn(
+                &format!("Question {i}?"),
+                &format!(
+                    "Site {i} recorded {i}1.5 mm of growth over {i}2 days (Smith et al., 2020)."
+                ),
+                &format!("Plot {i} held {i}3.5 kg of biomass. Plot {i} lost {i}4 % of cover."),
+            ));
+        }
+        let text = OfflineSummarizer::new(600).consolidate(&request(None, turns.clone()));
+        assert!(tokens(&text) <= 600, "{} tokens\n{text}", tokens(&text));
+        assert!(text.contains("- Constraint: Please exclude pre-2015 studies from the review."));
+        assert!(text.contains("- Decision: Decision: we will use a random-effects model."));
+        assert!(text.contains("_Condensed to stay within summarizer_summary_max_tokens = 600"));
+        let sources: Vec<String> = turns
+            .iter()
+            .flat_map(|t| {
+                sentences(&t.assistant)
+                    .into_iter()
+                    .chain(t.tool_outputs.iter().flat_map(|o| sentences(o)))
+            })
+            .collect();
+        for line in text
+            .lines()
+            .filter(|l| l.starts_with(LINE) || l.starts_with(EVIDENCE))
+        {
+            let body = line
+                .trim_start_matches(LINE)
+                .trim_start_matches(EVIDENCE)
+                .trim_start_matches("Constraint: ")
+                .trim_start_matches("Decision: ");
+            assert!(
+                sources
+                    .iter()
+                    .any(|s| s.contains(body) || user_sentence(&turns, body)),
+                "a kept line was cut: {line}"
+            );
+        }
+    }
+
+    fn user_sentence(turns: &[TurnDigest], body: &str) -> bool {
+        turns.iter().any(|t| t.user.contains(body))
     }
 }
