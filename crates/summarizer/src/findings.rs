@@ -186,14 +186,14 @@ pub(crate) fn retracted_figures(texts: &[String]) -> BTreeSet<String> {
 pub(crate) fn states_figure(line: &str, figure: &str) -> bool {
     line.match_indices(figure).any(|(i, _)| {
         let before = line[..i].chars().next_back();
-        let after = line[i + figure.len()..].chars().next();
-        !before.is_some_and(|c| c.is_ascii_digit() || c == '.' || c == ',')
-            && !after.is_some_and(|c| c.is_ascii_digit())
-            && !(after == Some('.')
-                && line[i + figure.len() + 1..]
-                    .chars()
-                    .next()
-                    .is_some_and(|c| c.is_ascii_digit()))
+        // `0.26` is not stated by `0.265`, `10.26` or `0.26.5`.
+        let mut rest = line[i + figure.len()..].chars();
+        let continues = match rest.next() {
+            Some(c) if c.is_ascii_digit() => true,
+            Some('.') => rest.next().is_some_and(|c| c.is_ascii_digit()),
+            _ => false,
+        };
+        !before.is_some_and(|c| c.is_ascii_digit() || c == '.' || c == ',') && !continues
     })
 }
 
