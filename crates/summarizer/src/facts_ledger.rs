@@ -212,6 +212,35 @@ mod tests {
         assert_eq!(ledger.reconcile(&out), out, "idempotent");
     }
 
+    proptest::proptest! {
+        /// Whatever subset of the answer's sentences a model keeps, the reconciled summary
+        /// states every figure of the ledger, and reconciling again changes nothing.
+        #[test]
+        fn reconcile_restores_every_figure_and_is_idempotent(
+            figures in proptest::collection::vec((1u32..5000, 0usize..4), 1..12),
+            kept in proptest::collection::vec(proptest::bool::ANY, 12),
+        ) {
+            let units = ["mAh/g", "%", "min", "cycles"];
+            let sentences: Vec<String> = figures
+                .iter()
+                .enumerate()
+                .map(|(i, (n, u))| format!("Result {i} is {n} {}.", units[*u]))
+                .collect();
+            let ledger = FactsLedger::from_request(&request(None, &sentences.join(" ")));
+            let model: Vec<&str> = sentences
+                .iter()
+                .zip(&kept)
+                .filter(|(_, k)| **k)
+                .map(|(s, _)| s.as_str())
+                .collect();
+            let model = format!("## Summary\n{}", model.join(" "));
+            let once = ledger.reconcile(&model);
+            proptest::prop_assert!(ledger.missing_from(&once).is_empty(), "{once}");
+            proptest::prop_assert!(once.starts_with(model.trim()));
+            proptest::prop_assert_eq!(ledger.reconcile(&once), once);
+        }
+    }
+
     #[test]
     fn empty_oversized_and_ledger_dropping_summaries_are_refused() {
         let previous =

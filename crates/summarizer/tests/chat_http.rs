@@ -398,6 +398,11 @@ async fn figures_a_model_dropped_come_back_under_key_figures_carried_forward() {
     }
     // The citation ledger still runs after it.
     assert!(summary.text.contains("## Sources carried forward"));
+    let section = section
+        .split("## Sources carried forward")
+        .next()
+        .unwrap_or_default();
+    insta::assert_snapshot!("key_figures_carried_forward", section.trim());
 }
 
 #[tokio::test]
