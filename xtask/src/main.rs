@@ -7,6 +7,8 @@
 //! - `adk-interop`: the `compaction` binary against real Google ADK (Python venv, pinned ADK).
 //! - `eval-decision [--cases FILE | --sessions DIR [--per-turn]] [--adapter NAME]`: decision-quality
 //!   figures per split, or per labelled research session probing every turn.
+//! - `eval-summary [--sessions DIR] [--summarizer offline|chat|auto] [--canary]`: how much of
+//!   the folded turns the rolling summary keeps (see `eval_summary`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -15,6 +17,7 @@ use std::time::Instant;
 
 mod adk;
 mod eval;
+mod eval_summary;
 mod purity;
 
 /// One step of `verify`.
@@ -120,6 +123,7 @@ fn main() -> ExitCode {
             }
         },
         Some("eval-decision") => eval::eval_decision(&args[1..]),
+        Some("eval-summary") => eval_summary::eval_summary(&args[1..]),
         Some("adk-interop") => match adk::interop() {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -128,7 +132,7 @@ fn main() -> ExitCode {
             }
         },
         _ => {
-            eprintln!("usage: cargo xtask <verify|purity|eval-decision|adk-interop>");
+            eprintln!("usage: cargo xtask <verify|purity|eval-decision|eval-summary|adk-interop>");
             ExitCode::from(2)
         }
     }

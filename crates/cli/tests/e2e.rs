@@ -146,7 +146,10 @@ async fn replay_compacts_through_real_models_and_keeps_k_turns_verbatim() {
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
         .respond_with(ResponseTemplate::new(200).set_body_json(chat_reply(
-            "## Comprehensive Conversation Summary\nConsolidated.",
+            // It keeps the first fold's figures and source, so the rolling fold that gets the
+            // same reply has not dropped the previous summary's ledger (that is refused).
+            "## Comprehensive Conversation Summary\nConsolidated. Findings of 1.5 mAh/g and \
+             2.5 mAh/g (doi:10.1000/e2e.1).",
         )))
         .mount(&chat)
         .await;

@@ -63,7 +63,7 @@ fn large_request() -> SummaryRequest {
 }
 
 fn benches(c: &mut Criterion) {
-    let offline = OfflineSummarizer::new(8000);
+    let offline = OfflineSummarizer::new(7000);
     let rolling = rolling_request(&offline);
     let large = large_request();
     c.bench_function("offline_consolidate/fixture_rolling", |b| {

@@ -2,6 +2,11 @@
 //! OpenAI-compatible endpoint (OpenRouter by default) with a system instruction for academic
 //! research conversations and the core's consolidation prompt as the user message.
 //!
+//! **Facts ledger** ([`crate::facts_ledger`]): the summary is refused (an error, so the engine
+//! writes nothing and reports `SummarizerFailed`) when it is longer than the text it replaces or
+//! keeps fewer than half of the previous summary's figures and citations; the figures it left
+//! out come back under `## Key figures carried forward`.
+//!
 //! An empty or whitespace summary, a reply cut at the output-token limit
 //! (`finish_reason: "length"`) and a refusal are errors, so the engine writes nothing. A
 //! **refusal** is a non-empty `message.refusal` string or `finish_reason: "content_filter"`;
@@ -21,22 +26,32 @@ use serde_json::Value;
 
 use crate::config::SummarizerConfig;
 use crate::error::SummarizerError;
+use crate::facts_ledger::FactsLedger;
 
 /// The system instruction sent before the consolidation prompt.
 pub const SYSTEM_PROMPT: &str = "\
 You consolidate an academic research conversation into one summary that replaces its earlier \
-turns in the research assistant's context.
+turns in the research assistant's context. The researcher relies on it as the only record of \
+those turns, across many later consolidations.
 
 Rules:
 - Start with the heading `## Comprehensive Conversation Summary` and write Markdown.
 - Merge the existing summary (when there is one) and the new completed turns into one unified \
-summary. Keep every fact of the existing summary unless a new turn corrects it.
-- Keep each research question the user asked, the findings and conclusions, the methods, \
-datasets and models used, every number with its unit, and the open questions and next steps.
-- Keep every citation exactly as written: DOIs, arXiv ids and author-year references.
-- End with a `## Cited Sources` section that lists, one per line starting with `- `, every entry \
-of every `# Cited Sources`, `References` or `Sources carried forward` section, copied verbatim.
-- Leave out greetings, tool-call mechanics and chunk ids. Never invent a finding or a source.
+summary. Keep every fact of the existing summary, including its `Key figures carried forward` \
+and sources sections, unless a new turn corrects it.
+- Organise it by research topic. For each topic keep the question, the key findings with their \
+numbers and their sources, the methods, datasets and models used, and the open questions.
+- Keep these durable facts exactly as written: every number with its unit or label \
+(`ICC = 0.38`, `60 min`, `5.1σ`), every citation key (`Haddad & Rivas 2021`, DOIs, arXiv ids), \
+every identifier or file path, every constraint the user set (`exclude pre-2015 studies`) and \
+every decision taken. Findings from Markdown tables count too.
+- When a later turn corrects an earlier figure or claim, state the corrected figure and either \
+drop the old one or mark it explicitly as superseded; never state a retracted claim as valid.
+- Keep every citation exactly as written. End with a `## Cited Sources` section that lists, one \
+per line starting with `- `, every entry of every `# Cited Sources`, `References` or `Sources \
+carried forward` section, copied verbatim.
+- Be shorter than the text you replace. Leave out greetings, tool-call mechanics and chunk ids. \
+Never invent a finding or a source.
 - Reply with the summary only.";
 
 const OPENROUTER_PREFIX: &str = "openrouter/";
@@ -260,9 +275,24 @@ impl Summarizer for ChatSummarizer {
             .post_json(&self.url, self.key.as_ref(), &self.body(request))
             .await
             .map_err(|e| SummarizerError::from(e).into_adapter_error())?;
-        let summary = self
+        let mut summary = self
             .parse(&response.body)
             .map_err(SummarizerError::into_adapter_error)?;
+        // Fail closed: a summary that is empty, longer than what it replaces, or that dropped
+        // the previous summary's ledger is not committed; otherwise missing figures come back.
+        let ledger = FactsLedger::from_request(request);
+        ledger
+            .check(&summary.text, &self.url)
+            .map_err(SummarizerError::into_adapter_error)?;
+        let missing = ledger.missing_from(&summary.text).len();
+        if missing > 0 {
+            tracing::info!(
+                missing,
+                total = ledger.figures().len(),
+                "facts ledger carried forward figures the summary left out"
+            );
+        }
+        summary.text = ledger.reconcile(&summary.text);
         tracing::debug!(
             model = %self.model,
             served_model = summary.served_model.as_deref().unwrap_or(""),

@@ -9,7 +9,9 @@
 //! - a **DOI** (`10.1021/acsenergylett.1c01234`), anywhere in the text;
 //! - an **arXiv id** written with its prefix (`arXiv:2301.01234v2`, `arxiv.org/abs/…`);
 //! - an **author-year reference** (`Smith et al. (2021)`, `(Smith & Jones, 2020)`,
-//!   `Chen and Wang 2019b` is *not* one: a year needs a comma or parentheses, or `et al.`).
+//!   `Haddad & Rivas 2021`; `Chen and Wang 2019b` is *not* one: a year needs a comma or
+//!   parentheses, or `et al.` or `&` before it;
+//!   a "surname" without a lower-case letter is not one either: `450 MW, 2022` cites nobody).
 //!
 //! Each citation has a display `text` (as written) and a normalized `key`. Two citations with
 //! the same key are the same citation (DOIs compare case-insensitively, arXiv ids without
@@ -261,9 +263,14 @@ fn inline(line: &str) -> Vec<Citation> {
         };
         let second = c.get(2).map_or("", |s| s.as_str());
         let separator = &line[surname.end() + second.len()..year.start()];
-        // A bare space before the year only counts after `et al.`.
+        // A bare space before the year only counts after `et al.` or `A & B`.
         let plain_space = !separator.contains(',') && !separator.contains('(');
-        if NOT_AUTHORS.contains(&surname.as_str()) || (plain_space && !second.contains("al")) {
+        // A surname has a lower-case letter: `MW, 2022` (a unit) or `ICC, 2020` is no author.
+        let acronym = !surname.as_str().chars().any(char::is_lowercase);
+        if acronym
+            || NOT_AUTHORS.contains(&surname.as_str())
+            || (plain_space && !second.contains("al") && !second.contains('&'))
+        {
             continue;
         }
         let second_norm = normalize_second(second);

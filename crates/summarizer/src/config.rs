@@ -7,7 +7,7 @@
 //! | `summarizer_api_key_env` | env var name (`A-Z`, `0-9`, `_`) or `""` | `OPENROUTER_API_KEY` | the variable the bearer key is read from (its name, never the key); `""` sends no key (local servers) |
 //! | `summarizer_timeout_secs` | integer 1–600 | `60` | hard timeout of one chat-completions call |
 //! | `summarizer_max_output_tokens` | integer 64–65536 | `4096` | `max_tokens` sent; a reply cut there is an error |
-//! | `summarizer_offline_max_chars` | integer 500–200000 | `8000` | bound on the offline summary's prose (the sources section is never cut) |
+//! | `summarizer_summary_max_tokens` | integer 500–100000 | `7000` | the summary's token budget (characters / 4, the core's estimator): the offline summarizer drops prose, never a kept finding's number or source, to stay within it; a chat summary above it or above the text it replaces is refused |
 //!
 //! Every other `summarizer_*` key is an error naming the key; keys without that prefix
 //! belong to other components and are ignored here.
@@ -34,8 +34,8 @@ pub const KEY_API_KEY_ENV: &str = "summarizer_api_key_env";
 pub const KEY_TIMEOUT_SECS: &str = "summarizer_timeout_secs";
 /// Key: `max_tokens` of the chat-completions request.
 pub const KEY_MAX_OUTPUT_TOKENS: &str = "summarizer_max_output_tokens";
-/// Key: the offline summary's prose bound, in characters.
-pub const KEY_OFFLINE_MAX_CHARS: &str = "summarizer_offline_max_chars";
+/// Key: the summary's token budget.
+pub const KEY_SUMMARY_MAX_TOKENS: &str = "summarizer_summary_max_tokens";
 
 /// Every key this crate reads, in table order.
 pub const KEYS: [&str; 6] = [
@@ -44,7 +44,7 @@ pub const KEYS: [&str; 6] = [
     KEY_API_KEY_ENV,
     KEY_TIMEOUT_SECS,
     KEY_MAX_OUTPUT_TOKENS,
-    KEY_OFFLINE_MAX_CHARS,
+    KEY_SUMMARY_MAX_TOKENS,
 ];
 
 /// Which summarizer the factory builds.
@@ -74,12 +74,15 @@ pub struct SummarizerConfig {
     pub timeout_secs: u64,
     /// `summarizer_max_output_tokens`.
     pub max_output_tokens: u32,
-    /// `summarizer_offline_max_chars`.
-    pub offline_max_chars: usize,
+    /// `summarizer_summary_max_tokens`.
+    pub summary_max_tokens: usize,
 }
 
 /// The default base URL (OpenRouter).
 pub const DEFAULT_BASE_URL: &str = "https://openrouter.ai/api/v1";
+/// The default token budget of a summary (chosen from `cargo xtask eval-summary`; see
+/// docs/SUMMARY-QUALITY.md).
+pub const DEFAULT_SUMMARY_MAX_TOKENS: usize = 7000;
 /// The default key variable.
 pub const DEFAULT_API_KEY_ENV: &str = "OPENROUTER_API_KEY";
 
@@ -91,7 +94,7 @@ impl Default for SummarizerConfig {
             api_key_env: DEFAULT_API_KEY_ENV.to_owned(),
             timeout_secs: 60,
             max_output_tokens: 4096,
-            offline_max_chars: 8000,
+            summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
         }
     }
 }
@@ -209,14 +212,14 @@ impl SummarizerConfig {
                     )?;
                     config.max_output_tokens = u32::try_from(v).unwrap_or(u32::MAX);
                 }
-                KEY_OFFLINE_MAX_CHARS => {
+                KEY_SUMMARY_MAX_TOKENS => {
                     let v = integer_in(
-                        KEY_OFFLINE_MAX_CHARS,
-                        "an integer from 500 to 200000",
+                        KEY_SUMMARY_MAX_TOKENS,
+                        "an integer from 500 to 100000",
                         value,
-                        500..=200_000,
+                        500..=100_000,
                     )?;
-                    config.offline_max_chars = usize::try_from(v).unwrap_or(usize::MAX);
+                    config.summary_max_tokens = usize::try_from(v).unwrap_or(usize::MAX);
                 }
                 other if other.starts_with("summarizer_") => {
                     return Err(ConfigError::UnknownKey {
@@ -279,7 +282,7 @@ mod tests {
             "summarizer_api_key_env": "",
             "summarizer_timeout_secs": 5,
             "summarizer_max_output_tokens": 1000,
-            "summarizer_offline_max_chars": 1200,
+            "summarizer_summary_max_tokens": 1200,
         }))
         .unwrap();
         assert_eq!(
@@ -290,7 +293,7 @@ mod tests {
                 api_key_env: String::new(),
                 timeout_secs: 5,
                 max_output_tokens: 1000,
-                offline_max_chars: 1200,
+                summary_max_tokens: 1200,
             }
         );
     }
@@ -370,12 +373,12 @@ mod tests {
                  or \"\" for no key, got null",
             ),
             (
-                json!({"summarizer_offline_max_chars": 10}),
-                "summarizer_offline_max_chars must be an integer from 500 to 200000, got 10",
+                json!({"summarizer_summary_max_tokens": 10}),
+                "summarizer_summary_max_tokens must be an integer from 500 to 100000, got 10",
             ),
             (
                 json!({"summarizer_modle": "x"}),
-                "unknown key summarizer_modle; the summarizer keys are: summarizer_adapter, summarizer_base_url, summarizer_api_key_env, summarizer_timeout_secs, summarizer_max_output_tokens, summarizer_offline_max_chars",
+                "unknown key summarizer_modle; the summarizer keys are: summarizer_adapter, summarizer_base_url, summarizer_api_key_env, summarizer_timeout_secs, summarizer_max_output_tokens, summarizer_summary_max_tokens",
             ),
         ];
         for (input, expected) in cases {

@@ -51,6 +51,34 @@ pub enum SummarizerError {
         /// The refusal text or the finish reason.
         reason: String,
     },
+    /// The summary is longer than the text it replaces (the previous summary plus the new
+    /// turns): committing it would grow the context. Nothing is written.
+    #[error(
+        "{source_name}: the summary ({summary_tokens} tokens) is longer than the text it \
+         replaces ({replaced_tokens} tokens); nothing is committed"
+    )]
+    Oversized {
+        /// The endpoint or summarizer that answered.
+        source_name: String,
+        /// Estimated tokens of the summary.
+        summary_tokens: usize,
+        /// Estimated tokens of the previous summary and the new turns.
+        replaced_tokens: usize,
+    },
+    /// The summary keeps fewer than half of the previous summary's figures and citations: it
+    /// dropped the earlier ledger. Nothing is written.
+    #[error(
+        "{source_name}: the summary keeps {kept} of the previous summary's {total} figures \
+         and citations; a summary that drops the earlier ledger is not committed"
+    )]
+    LedgerDropped {
+        /// The endpoint or summarizer that answered.
+        source_name: String,
+        /// Figures and citations of the previous summary the new one keeps.
+        kept: usize,
+        /// Figures and citations of the previous summary.
+        total: usize,
+    },
 }
 
 impl SummarizerError {
@@ -62,7 +90,9 @@ impl SummarizerError {
             SummarizerError::Upstream { .. }
             | SummarizerError::Malformed { .. }
             | SummarizerError::Truncated { .. } => FailureKind::InvalidReply,
-            SummarizerError::EmptySummary { .. } => FailureKind::RejectedSummary,
+            SummarizerError::EmptySummary { .. }
+            | SummarizerError::Oversized { .. }
+            | SummarizerError::LedgerDropped { .. } => FailureKind::RejectedSummary,
             SummarizerError::Refused { .. } => FailureKind::Refused,
         }
     }

@@ -68,7 +68,7 @@ pub fn build_summarizer(
 ) -> Result<Selected, FactoryError> {
     let offline = |why: String| Selected {
         summarizer: Arc::new(WithCitationLedger::new(OfflineSummarizer::new(
-            config.offline_max_chars,
+            config.summary_max_tokens,
         ))),
         reason: format!("offline extractive summarizer: {why}"),
     };

@@ -67,8 +67,8 @@ impl CitationLedger {
     /// The citations `summary` does not keep, in ledger order. A DOI, arXiv id or author-year
     /// reference that a missing source line contains or [mentions](Citation::mentioned_by) is
     /// left out (restoring the line restores it); an author-year reference that a source line
-    /// of the summary mentions is kept; a source line that is nothing but one identifier
-    /// counts as kept when the identifier is kept anywhere.
+    /// of the summary mentions is kept; a source line that cites DOIs, arXiv ids or
+    /// author-year references counts as kept when the summary keeps every one of them.
     pub fn missing_from(&self, summary: &str) -> Vec<&Citation> {
         let in_summary = citation::extract(summary);
         let kept: HashSet<&str> = in_summary.iter().map(|c| c.key.as_str()).collect();
@@ -81,7 +81,7 @@ impl CitationLedger {
             self.entries
                 .iter()
                 .filter(|c| !kept.contains(c.key.as_str()))
-                .filter(|c| !bare_identifier_kept(c, &kept))
+                .filter(|c| !identifiers_kept(c, &kept, &kept_lines))
                 .filter(|c| !kept_lines.iter().any(|line| c.mentioned_by(line)))
                 .collect(),
         )
@@ -140,16 +140,19 @@ fn without_contained(citations: Vec<&Citation>) -> Vec<&Citation> {
         .collect()
 }
 
-/// A source line that is nothing but one identifier (`doi:10.1/x`, as the ledger itself
-/// writes them) is kept when that identifier is kept anywhere.
-fn bare_identifier_kept(c: &Citation, kept: &HashSet<&str>) -> bool {
+/// A source line is kept when it cites at least one DOI, arXiv id or author-year reference
+/// and the summary keeps every one of them (an author-year reference also when a kept source
+/// line names it): a compacted bibliography entry (`Haddad & Rivas 2021 — Title — doi:…`)
+/// keeps the entry it was made from.
+fn identifiers_kept(c: &Citation, kept: &HashSet<&str>, kept_lines: &[&str]) -> bool {
     if c.kind != CitationKind::SourceLine {
         return false;
     }
-    match citation::extract(&c.text).as_slice() {
-        [only] => only.text == c.text && kept.contains(only.key.as_str()),
-        _ => false,
-    }
+    let inside = citation::extract(&c.text);
+    !inside.is_empty()
+        && inside.iter().all(|i| {
+            kept.contains(i.key.as_str()) || kept_lines.iter().any(|line| i.mentioned_by(line))
+        })
 }
 
 /// Wraps a summarizer so that its summaries keep every citation of the request: whatever

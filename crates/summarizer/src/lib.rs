@@ -4,7 +4,10 @@
 //! - [`ChatSummarizer`] ([`chat`]): any OpenAI-compatible chat-completions endpoint,
 //!   OpenRouter by default, with a system instruction for academic research conversations.
 //! - [`OfflineSummarizer`] ([`offline`]): deterministic and network-free, the embedded
-//!   default when no API key is set; its prose is bounded, its sources section is not.
+//!   default when no API key is set; built around findings ([`findings`]), corrections
+//!   honoured, within a token budget, with a bounded bibliography ([`bibliography`]).
+//! - [`FactsLedger`] ([`facts_ledger`]): the chat summarizer's figures ledger and its
+//!   fail-closed checks (empty, longer than what it replaces, previous ledger dropped).
 //! - [`CitationLedger`] and [`WithCitationLedger`] ([`ledger`], [`citation`]): the citations
 //!   of the slice and of the previous summary (`# Cited Sources` lines, DOIs, arXiv ids,
 //!   author-year references); whatever a summary leaves out is appended under
@@ -50,11 +53,14 @@
 //! ```
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod bibliography;
 pub mod chat;
 pub mod citation;
 pub mod config;
 pub mod error;
 pub mod factory;
+pub mod facts_ledger;
+pub mod findings;
 pub mod ledger;
 pub mod offline;
 mod text;
@@ -65,5 +71,6 @@ pub use compaction_core::Summarizer;
 pub use config::{AdapterChoice, ConfigError, SummarizerConfig};
 pub use error::SummarizerError;
 pub use factory::{FactoryError, Selected, build_summarizer, build_summarizer_from_env};
+pub use facts_ledger::{FactsLedger, KEY_FIGURES_HEADING};
 pub use ledger::{CARRIED_FORWARD_HEADING, CitationLedger, WithCitationLedger};
 pub use offline::OfflineSummarizer;

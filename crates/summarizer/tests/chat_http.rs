@@ -9,7 +9,10 @@ use common::{Conversation, MODEL, fixture};
 use compaction_core::{AdapterError, Summarizer, SummaryRequest, TokenUsage};
 use decision_client::http::{ApiKey, HttpError};
 use serde_json::{Value, json};
-use summarizer::{ChatSummarizer, SummarizerConfig, SummarizerError, WithCitationLedger};
+use summarizer::{
+    ChatSummarizer, FactsLedger, KEY_FIGURES_HEADING, SummarizerConfig, SummarizerError,
+    WithCitationLedger,
+};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -326,4 +329,137 @@ async fn the_ledger_wrapper_never_turns_an_error_into_a_summary() {
         .await
         .expect_err("empty stays an error");
     assert!(err.to_string().contains("empty summary"), "{err}");
+}
+
+/// The fixture's six turns with the first three already folded into `previous`.
+fn rolling_request(previous: &str) -> SummaryRequest {
+    let mut conversation = Conversation::new();
+    for turn in fixture::first_block() {
+        conversation.add(&turn);
+    }
+    let (_, plan) = conversation.request();
+    conversation.commit(&plan, previous);
+    for turn in fixture::second_block() {
+        conversation.add(&turn);
+    }
+    let request = conversation.request().0;
+    assert_eq!(request.previous_summary.as_deref(), Some(previous));
+    request
+}
+
+const PREVIOUS: &str = "## Comprehensive Conversation Summary\n\
+    - Silicon holds 3,579 mAh/g against 372 mAh/g for graphite and swells by 280 % \
+    (Obrovac & Chevrier, 2014).\n\
+    - Nanowires kept 75 % of capacity; particles below 150 nm do not fracture.\n\
+    - VRFB storage costs about 350 USD/kWh at 4 h.\n\n\
+    ## Cited Sources\n\
+    - Obrovac, M. N.; Chevrier, V. L. Alloy Negative Electrodes for Li-Ion Batteries. \
+    Chem. Rev. 114, 11444–11502 (2014). https://doi.org/10.1021/cr500207g";
+
+#[tokio::test]
+async fn figures_a_model_dropped_come_back_under_key_figures_carried_forward() {
+    let request = request();
+    // The model keeps one figure of the answers and none of the others.
+    let model_text = "## Comprehensive Conversation Summary\n\
+        Silicon anodes swell (Obrovac & Chevrier, 2014) and vanadium flow batteries suit long \
+        durations; the details were left out.";
+    let server =
+        answering(ResponseTemplate::new(200).set_body_json(completion(json!(model_text), "stop")))
+            .await;
+    let summary = WithCitationLedger::new(chat(&server))
+        .summarize(&request)
+        .await
+        .expect("a short summary that kept the ledger is committed");
+    assert!(summary.text.starts_with(model_text), "{}", summary.text);
+    let ledger = FactsLedger::from_request(&request);
+    assert!(!ledger.figures().is_empty());
+    assert!(
+        ledger.missing_from(&summary.text).is_empty(),
+        "{}",
+        summary.text
+    );
+    let section = summary
+        .text
+        .split(KEY_FIGURES_HEADING)
+        .nth(1)
+        .expect("the section is there");
+    // Each answer line that held a dropped figure comes back once, verbatim.
+    for figure in ledger.figures() {
+        assert_eq!(
+            section.matches(figure.line.as_str()).count(),
+            1,
+            "{} / {section}",
+            figure.line
+        );
+    }
+    // The citation ledger still runs after it.
+    assert!(summary.text.contains("## Sources carried forward"));
+    let section = section
+        .split("## Sources carried forward")
+        .next()
+        .unwrap_or_default();
+    insta::assert_snapshot!("key_figures_carried_forward", section.trim());
+}
+
+#[tokio::test]
+async fn a_summary_longer_than_the_text_it_replaces_is_refused() {
+    let request = request();
+    let replaced = FactsLedger::from_request(&request).replaced_tokens();
+    let oversized = format!(
+        "## Comprehensive Conversation Summary\n{}",
+        "Silicon anodes swell by 280 %. ".repeat(replaced / 7 + 10)
+    );
+    let err =
+        failure(ResponseTemplate::new(200).set_body_json(completion(json!(oversized), "stop")))
+            .await;
+    match err {
+        SummarizerError::Oversized {
+            summary_tokens,
+            replaced_tokens,
+            ..
+        } => {
+            assert_eq!(replaced_tokens, replaced);
+            assert!(summary_tokens > replaced_tokens);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_summary_that_drops_the_previous_summarys_ledger_is_refused() {
+    let request = rolling_request(PREVIOUS);
+    // A summary of the new turns only: none of the previous summary's figures or citations.
+    let model_text = "## Comprehensive Conversation Summary\n\
+        Long-context models lose accuracy mid-context by more than 20 % (Liu et al., 2023).";
+    let server =
+        answering(ResponseTemplate::new(200).set_body_json(completion(json!(model_text), "stop")))
+            .await;
+    let err = WithCitationLedger::new(chat(&server))
+        .summarize(&request)
+        .await
+        .expect_err("the earlier ledger was dropped");
+    let message = err.to_string();
+    match err.downcast::<SummarizerError>().map(|e| *e) {
+        Ok(SummarizerError::LedgerDropped { kept, total, .. }) => {
+            assert_eq!(kept, 0);
+            assert!(total >= 4, "{total}");
+            assert!(message.contains("not committed"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_rolling_summary_that_keeps_the_previous_figures_is_committed() {
+    let request = rolling_request(PREVIOUS);
+    let model_text = "## Comprehensive Conversation Summary\n\
+        - Silicon: 3,579 mAh/g vs 372 mAh/g, 280 % swelling, 75 % kept by nanowires, no \
+        fracture below 150 nm (Obrovac & Chevrier, 2014).\n\
+        - VRFB: about 350 USD/kWh at 4 h.\n\
+        - Long context: accuracy drops by more than 20 % mid-context (Liu et al., 2023).";
+    let server =
+        answering(ResponseTemplate::new(200).set_body_json(completion(json!(model_text), "stop")))
+            .await;
+    let summary = chat(&server).summarize(&request).await.expect("committed");
+    assert!(summary.text.starts_with(model_text));
 }

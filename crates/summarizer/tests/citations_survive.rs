@@ -7,7 +7,9 @@ use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use common::{Conversation, ResearchTurn};
-use compaction_core::{AdapterError, ModelInfo, Summarizer, Summary, SummaryRequest};
+use compaction_core::{
+    AdapterError, CharsPerToken, ModelInfo, Summarizer, Summary, SummaryRequest, TokenEstimator,
+};
 use proptest::prelude::*;
 use regex::Regex;
 use summarizer::{CitationLedger, OfflineSummarizer, WithCitationLedger, citation};
@@ -108,7 +110,12 @@ impl Written {
                         words.iter().all(|w| has_word(line, w))
                     })
             }
-            Written::Bib { .. } => summary.contains(&self.bib_entry()),
+            // Kept as written, or by its identifier (a compacted bibliography entry keeps the
+            // DOI it was made from; see `CitationLedger::missing_from`).
+            Written::Bib { doi, .. } => {
+                summary.contains(&self.bib_entry())
+                    || summary.to_lowercase().contains(&doi.to_lowercase())
+            }
         }
     }
 }
@@ -349,19 +356,22 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// After 1–6 rolling consolidations through the offline summarizer, every citation of
-    /// every summarized turn is in the final summary, and the prose stays within its bound
-    /// after every round.
+    /// every summarized turn is in the final summary, and every summary stays within its
+    /// token budget whenever its sources section leaves room for the title.
     #[test]
     fn offline_rolling_consolidation_never_loses_a_citation(
         pool in pool(),
         rounds in rounds(),
-        max_chars in 500usize..4000,
+        budget in 200usize..1000,
     ) {
-        let offline = WithCitationLedger::new(OfflineSummarizer::new(max_chars));
+        let offline = WithCitationLedger::new(OfflineSummarizer::new(budget));
         let (outputs, written) = consolidate(&offline, &rounds, &pool);
         for (request, text) in &outputs {
-            let prose = text.split("\n\n## Cited Sources").next().unwrap_or_default();
-            prop_assert!(prose.chars().count() <= max_chars, "prose {} > {max_chars}", prose.chars().count());
+            let sources = text.split("\n\n## Cited Sources").nth(1).unwrap_or_default();
+            let tokens = CharsPerToken.estimate(text);
+            if CharsPerToken.estimate(sources) + 100 < budget {
+                prop_assert!(tokens <= budget, "{tokens} tokens > {budget}\n{text}");
+            }
             // The offline summary needs no help from the wrapper: nothing is carried forward.
             prop_assert!(!text.contains("## Sources carried forward"));
             prop_assert!(CitationLedger::from_request(request).missing_from(text).is_empty());

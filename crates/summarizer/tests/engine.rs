@@ -155,3 +155,57 @@ async fn a_truncated_chat_reply_writes_nothing() {
     }
     assert_eq!(store.appends(), 0, "nothing is written");
 }
+
+/// Fail closed: a chat summary longer than the text it replaces is not committed; the engine
+/// reports `SummarizerFailed` naming why and the raw context stays.
+#[tokio::test]
+async fn an_oversized_chat_summary_writes_nothing() {
+    let server = MockServer::start().await;
+    let oversized = format!(
+        "## Comprehensive Conversation Summary\n{}",
+        "Silicon anodes swell by 280 %. ".repeat(20_000)
+    );
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "choices": [{"finish_reason": "stop", "message": {"role": "assistant", "content": oversized}}]
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let config = SummarizerConfig {
+        base_url: server.uri(),
+        ..SummarizerConfig::default()
+    };
+    let chat = ChatSummarizer::new(&config, common::MODEL, None).expect("client builds");
+    let store = Arc::new(InMemoryStore::new());
+    let engine = engine(Arc::new(WithCitationLedger::new(chat)), store.clone());
+    let mut conversation = Conversation::new();
+    for turn in fixture::first_block()
+        .iter()
+        .chain(&fixture::second_block()[..1])
+    {
+        conversation.add(turn);
+    }
+    conversation.report_prompt_tokens(40_000);
+    let mut session = Session::new(key());
+    session.events = conversation.events().to_vec();
+    store.insert(session);
+
+    let outcome = engine.evaluate_and_compact(&key()).await;
+    match &outcome {
+        Outcome::SummarizerFailed { failure, .. } => {
+            assert_eq!(
+                failure.kind(),
+                compaction_core::FailureKind::RejectedSummary
+            );
+            assert!(
+                failure
+                    .message()
+                    .contains("is longer than the text it replaces"),
+                "{failure}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.appends(), 0, "nothing is written");
+}

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Conversation, fixture};
-use compaction_core::{Summarizer, SummaryRequest};
+use compaction_core::{CharsPerToken, Summarizer, SummaryRequest, TokenEstimator};
 use summarizer::{CitationLedger, OfflineSummarizer, WithCitationLedger};
 
 async fn run(s: &dyn Summarizer, request: &SummaryRequest) -> String {
@@ -54,8 +54,8 @@ fn assert_keeps_every_citation(summary: &str) {
 }
 
 /// Compacts turns 1–3, then rolls turns 4–6 into it.
-async fn two_rounds(max_chars: usize) -> (String, String) {
-    let offline = WithCitationLedger::new(OfflineSummarizer::new(max_chars));
+async fn two_rounds(budget_tokens: usize) -> (String, String) {
+    let offline = WithCitationLedger::new(OfflineSummarizer::new(budget_tokens));
     let mut conversation = Conversation::new();
     for turn in fixture::first_block() {
         conversation.add(&turn);
@@ -74,7 +74,7 @@ async fn two_rounds(max_chars: usize) -> (String, String) {
 
 #[tokio::test]
 async fn offline_summary_of_the_research_conversation() {
-    let (first, second) = two_rounds(8000).await;
+    let (first, second) = two_rounds(7000).await;
     insta::assert_snapshot!("offline_first_compaction", first);
     insta::assert_snapshot!("offline_rolling_consolidation", second);
     assert_keeps_every_citation(&second);
@@ -84,19 +84,12 @@ async fn offline_summary_of_the_research_conversation() {
 }
 
 #[tokio::test]
-async fn a_tight_bound_condenses_the_prose_but_keeps_every_source() {
-    let max_chars = 1200;
-    let (_, second) = two_rounds(max_chars).await;
-    let prose = second
-        .split("\n\n## Cited Sources")
-        .next()
-        .expect("split yields a first part");
-    assert!(
-        prose.chars().count() <= max_chars,
-        "{} > {max_chars}",
-        prose.chars().count()
-    );
-    assert!(prose.contains("_Condensed to stay within summarizer_offline_max_chars = 1200"));
+async fn a_tight_budget_condenses_the_prose_but_keeps_every_source() {
+    let budget = 700;
+    let (_, second) = two_rounds(budget).await;
+    let tokens = CharsPerToken.estimate(&second);
+    assert!(tokens <= budget, "{tokens} > {budget}");
+    assert!(second.contains("_Condensed to stay within summarizer_summary_max_tokens = 700"));
     assert_keeps_every_citation(&second);
     insta::assert_snapshot!("offline_condensed", second);
 }
