@@ -439,7 +439,10 @@ async fn a_summary_that_drops_the_previous_summarys_ledger_is_refused() {
         .await
         .expect_err("the earlier ledger was dropped");
     let message = err.to_string();
-    match err.downcast::<SummarizerError>().map(|e| *e) {
+    match compaction_core::failure::unclassified(err)
+        .downcast::<SummarizerError>()
+        .map(|e| *e)
+    {
         Ok(SummarizerError::LedgerDropped { kept, total, .. }) => {
             assert_eq!(kept, 0);
             assert!(total >= 4, "{total}");
