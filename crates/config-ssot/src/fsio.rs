@@ -5,6 +5,9 @@
 //! `zocrates_config.json.lock` and never deletes that file; std's `File::lock` is `flock(fd,
 //! LOCK_EX)` on Linux and macOS, so the two exclude each other (the cross-language test checks
 //! this). On Windows both take `LockFileEx`-style byte-range locks on the same file.
+//!
+//! A settings file named through a symbolic link is locked by the resolved file's lock too
+//! (see [`crate::ConfigPath::lock_files`] for the order and what a Python writer must name).
 
 use std::fs::{File, OpenOptions, Permissions};
 use std::io::{ErrorKind, Read, Write};
@@ -84,8 +87,19 @@ pub(crate) fn lock_exclusive(path: &Path) -> Result<LockGuard, ConfigError> {
     Ok(LockGuard { _file: file })
 }
 
+/// Takes every lock in `paths`, in order ([`crate::ConfigPath::lock_files`]); all are
+/// released when the guards drop.
+pub(crate) fn lock_all_exclusive(paths: &[PathBuf]) -> Result<Vec<LockGuard>, ConfigError> {
+    paths.iter().map(|p| lock_exclusive(p)).collect()
+}
+
+/// Takes every lock in `paths` shared, in order (a reader's [`lock_all_exclusive`]).
+pub(crate) fn lock_all_shared(paths: &[PathBuf]) -> Result<Vec<LockGuard>, ConfigError> {
+    paths.iter().map(|p| lock_shared(p)).collect()
+}
+
 /// Takes a shared lock (readers only, excludes every writer), blocking.
-pub(crate) fn lock_shared(path: &Path) -> Result<LockGuard, ConfigError> {
+fn lock_shared(path: &Path) -> Result<LockGuard, ConfigError> {
     let file = open_lock(path)?;
     file.lock_shared()
         .map_err(|e| io_error(path, "lock the lock file", e))?;

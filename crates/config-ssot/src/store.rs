@@ -8,7 +8,7 @@ use compaction_core::settings::KEYS;
 use serde_json::{Map, Value};
 
 use crate::document::{self, ConfigFile, Origin, content_hash, render};
-use crate::fsio::{ensure_dir, lock_exclusive, read_bounded, replace_atomically};
+use crate::fsio::{ensure_dir, lock_all_exclusive, read_bounded, replace_atomically};
 use crate::watch::Watcher;
 use crate::{ConfigError, ConfigPath};
 
@@ -47,7 +47,7 @@ impl ConfigStore {
     /// no backfill is not written at all. On any error nothing is written.
     pub fn load(&self) -> Result<ConfigFile, ConfigError> {
         ensure_dir(self.path.dir())?;
-        let _lock = lock_exclusive(&self.path.lock_file())?;
+        let _lock = lock_all_exclusive(&self.path.lock_files())?;
         self.load_locked().map(|(file, _)| file)
     }
 
@@ -122,7 +122,7 @@ impl ConfigStore {
         edit: impl FnOnce(&mut Map<String, Value>, &Settings) -> Result<(), ConfigError>,
     ) -> Result<ConfigFile, ConfigError> {
         ensure_dir(self.path.dir())?;
-        let _lock = lock_exclusive(&self.path.lock_file())?;
+        let _lock = lock_all_exclusive(&self.path.lock_files())?;
         let (current, permissions) = self.load_locked()?;
         let mut map = current.raw().clone();
         edit(&mut map, current.settings())?;
