@@ -81,10 +81,13 @@ enum Command {
         #[command(flatten)]
         target: SessionArgs,
     },
-    /// Print a stored session's assembled context and compaction history.
+    /// Print a stored session's assembled context and compaction history (read-only).
     Inspect {
         #[command(flatten)]
         target: SessionArgs,
+        /// Run SQLite's full integrity check on the file first; exit 4 if it finds damage.
+        #[arg(long)]
+        check: bool,
         /// Database file.
         #[arg(long, value_name = "PATH")]
         db: PathBuf,
@@ -213,7 +216,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             replay_turns(wiring, turns, db, key, run.json, run.otlp).await
         }
         Command::Evaluate { run, db, target } => evaluate(run, target, db).await,
-        Command::Inspect { target, db } => inspect(&target, db),
+        Command::Inspect { target, db, check } => inspect(&target, db, check),
         Command::Config { action, config } => config_command(action, config),
     }
 }
@@ -254,15 +257,34 @@ impl ExistingStore {
     }
 }
 
+/// How a command uses an existing database.
+#[derive(Clone, Copy)]
+enum Access {
+    /// `evaluate`: may append (and migrate an older native file); damage is checked first.
+    Write,
+    /// `inspect`: read-only, never migrates, leaves no `-wal`/`-shm` behind.
+    Read,
+}
+
 /// Opens an existing database: the native store, or ADK's `DatabaseSessionService` /
 /// `SqliteSessionService` layout; ADK's legacy v0 layout is refused naming `adk migrate session`.
-fn open_existing(db: &std::path::Path) -> Result<ExistingStore, CliError> {
+fn open_existing(db: &std::path::Path, access: Access) -> Result<ExistingStore, CliError> {
     let database = |e: session_store::SessionStoreError| CliError::Database(e.to_string());
+    let options = session_store::OpenOptions::default();
+    let read = options.integrity(session_store::IntegrityCheck::Skip);
     match detect_layout(db).map_err(database)? {
-        Layout::AdkDatabase | Layout::AdkSqlite | Layout::AdkLegacyV0 => AdkStore::open(db)
-            .map(|s| ExistingStore::Adk(Arc::new(s)))
-            .map_err(database),
-        Layout::Native => open_store(db).map(ExistingStore::Native),
+        Layout::AdkDatabase | Layout::AdkSqlite | Layout::AdkLegacyV0 => match access {
+            Access::Write => AdkStore::open_with(db, options),
+            Access::Read => AdkStore::open_read_only(db, read),
+        }
+        .map(|s| ExistingStore::Adk(Arc::new(s)))
+        .map_err(database),
+        Layout::Native => match access {
+            Access::Write => open_store(db).map(ExistingStore::Native),
+            Access::Read => SqliteStore::open_read_only(db, read)
+                .map(|s| ExistingStore::Native(Arc::new(s)))
+                .map_err(database),
+        },
         // Reading commands never write: an empty file is not turned into a store.
         layout => Err(CliError::Database(format!(
             "{}: not a session database (it is {}); `compaction replay --db` creates one",
@@ -436,7 +458,7 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
         run.decision.as_deref(),
         run.summarizer.as_deref(),
     )?;
-    let store = open_existing(&db)?;
+    let store = open_existing(&db, Access::Write)?;
     let (telemetry, guard) = wiring::telemetry(run.otlp)?;
     init_logging(guard.as_ref());
     let engine = build_engine(
@@ -488,12 +510,15 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
     Ok(())
 }
 
-fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
+fn inspect(target: &SessionArgs, db: PathBuf, check: bool) -> Result<(), CliError> {
     if !db.exists() {
         return Err(CliError::Database(format!(
             "{}: no such database file",
             wiring::shown(&db)
         )));
+    }
+    if check {
+        session_store::check_integrity(&db).map_err(|e| CliError::Database(e.to_string()))?;
     }
     let key = SessionKey::new(
         target.app.clone(),
@@ -502,7 +527,7 @@ fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
     );
     let database = |e: session_store::SessionStoreError| CliError::Database(e.to_string());
     // (events, revision, the view's compactions, the context)
-    let (events, revision, compactions, context) = match open_existing(&db)? {
+    let (events, revision, compactions, context) = match open_existing(&db, Access::Read)? {
         ExistingStore::Native(store) => {
             let header = store.header(&key).map_err(database)?;
             (
@@ -525,6 +550,12 @@ fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
         }
     };
     let mut out = std::io::stdout().lock();
+    if check {
+        emit(
+            &mut out,
+            &format!("{}: integrity check: ok", wiring::shown(&db)),
+        )?;
+    }
     emit(
         &mut out,
         &format!("session {key}: {events} events, revision {revision}"),

@@ -24,6 +24,29 @@ pub enum SessionStoreError {
         #[source]
         source: Box<rusqlite::Error>,
     },
+    /// SQLite's `quick_check` or `integrity_check` found damage; nothing was written.
+    #[error(
+        "{}: the database is damaged (PRAGMA {check} found: {report}); it was not written to. \
+         Restore it from a backup, or salvage it with `sqlite3 FILE .recover`",
+        path.display()
+    )]
+    Damaged {
+        /// The database file.
+        path: PathBuf,
+        /// The check that found it (`quick_check`, `integrity_check`).
+        check: &'static str,
+        /// What the check reported (at most a few problems).
+        report: String,
+    },
+    /// The file is a SQLite database without this store's schema, and the caller only reads.
+    #[error(
+        "{}: not a session store yet (schema version 0); a writing command creates one there",
+        path.display()
+    )]
+    NoSchema {
+        /// The database file.
+        path: PathBuf,
+    },
     /// Another connection held the database lock for longer than the busy timeout.
     #[error(
         "{}: database locked for longer than the busy timeout ({timeout:?}) while {operation}",

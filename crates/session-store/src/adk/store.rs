@@ -67,6 +67,13 @@ struct EventRow<'r> {
     data: Option<&'r str>,
 }
 
+/// Whether a store may write.
+#[derive(Debug, Clone, Copy)]
+enum Access {
+    ReadWrite,
+    ReadOnly,
+}
+
 /// A Google ADK sessions database (written by `DatabaseSessionService` or
 /// `SqliteSessionService`), operated on in place. Cheap to clone; safe to share.
 ///
@@ -103,7 +110,25 @@ impl AdkStore {
         path: impl AsRef<Path>,
         options: OpenOptions,
     ) -> Result<Self, SessionStoreError> {
-        let path = path.as_ref().to_path_buf();
+        Self::open_as(path.as_ref(), options, Access::ReadWrite)
+    }
+
+    /// Opens an existing ADK sessions database for reading only (`compaction inspect`): every
+    /// write is refused and no `-wal`/`-shm` file is left behind; otherwise as
+    /// [`AdkStore::open_with`].
+    pub fn open_read_only(
+        path: impl AsRef<Path>,
+        options: OpenOptions,
+    ) -> Result<Self, SessionStoreError> {
+        Self::open_as(path.as_ref(), options, Access::ReadOnly)
+    }
+
+    fn open_as(
+        path: &Path,
+        options: OpenOptions,
+        access: Access,
+    ) -> Result<Self, SessionStoreError> {
+        let path = path.to_path_buf();
         let flavor = match detect_layout(&path)? {
             Layout::AdkDatabase => AdkFlavor::Database,
             Layout::AdkSqlite => AdkFlavor::Sqlite,
@@ -121,13 +146,18 @@ impl AdkStore {
                 SessionStoreError::sqlite(&path, options.busy_timeout, || what.to_owned(), e)
             }
         };
-        let conn = Connection::open_with_flags(
-            &path,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
+        let conn = match access {
+            Access::ReadWrite => Connection::open_with_flags(
+                &path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .and_then(|conn| conn.busy_timeout(options.busy_timeout).map(|()| conn)),
+            Access::ReadOnly => crate::integrity::read_connection(&path, options.busy_timeout),
+        }
         .map_err(fail("opening the ADK database"))?;
-        conn.busy_timeout(options.busy_timeout)
-            .map_err(fail("setting the busy timeout"))?;
+        // Damage is found before anything is written.
+        crate::integrity::verify(&conn, &path, options.integrity, options.busy_timeout)?;
         // ADK turns foreign keys on for every connection; do the same.
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(fail("enabling foreign keys"))?;

@@ -1,0 +1,217 @@
+//! Regression tests of issue 20 (hardening), each against the built binary and real files:
+//! corrupt databases, read-only reading commands, config locking, terminal output, output
+//! failures.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::json;
+
+/// The built binary, with no ambient OTLP endpoint.
+fn compaction() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_compaction"));
+    command
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("COMPACTION_LOG");
+    command
+}
+
+/// A plain transcript of `n` turns (prompt tokens grow, so compaction happens).
+fn transcript(n: usize) -> String {
+    (1..=n)
+        .map(|i| {
+            json!({
+                "user": format!("Question {i} about the solid electrolyte interphase?"),
+                "assistant": format!("Answer {i}: a finding of {i}.5 mAh/g, with some detail to fill a page."),
+                "prompt_tokens": 2_000 + 400 * i,
+            })
+            .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Replays `n` turns offline into `db` as session `session`; the default config location is
+/// under `dir` (no file there).
+fn replay_into(dir: &Path, db: &Path, session: &str, n: usize) -> Output {
+    let file = dir.join(format!("{session}.jsonl"));
+    std::fs::write(&file, transcript(n)).expect("write transcript");
+    compaction()
+        .arg("replay")
+        .arg(&file)
+        .args(["--decision", "offline", "--summarizer", "offline", "--json"])
+        .args(["--session", session, "--db"])
+        .arg(db)
+        .env("ZOTERO_DATA_DIR", dir)
+        .output()
+        .expect("run replay")
+}
+
+#[track_caller]
+fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The files in `dir` whose names start with `prefix`, sorted.
+fn files_like(dir: &Path, prefix: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("list dir")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A native database of `n` replayed turns in a fresh temp dir.
+fn native_db(n: usize) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("sessions.db");
+    assert_success(&replay_into(dir.path(), &db, "first", n));
+    (dir, db)
+}
+
+/// Overwrites one page in the middle of the file with 0xFF bytes (an invalid b-tree page).
+fn damage_middle_page(db: &Path) {
+    let mut bytes = std::fs::read(db).expect("read db");
+    let page = 4096;
+    let pages = bytes.len() / page;
+    assert!(
+        pages >= 8,
+        "the database is too small to damage: {pages} pages"
+    );
+    let at = (pages / 2) * page;
+    bytes[at..at + page].fill(0xFF);
+    std::fs::write(db, bytes).expect("write db");
+}
+
+/// Issue 20 item 3: a database damaged in the middle is refused with exit 4 naming the file
+/// before the first write of `replay` and `evaluate`; the file is left byte-identical.
+#[test]
+fn a_damaged_database_is_refused_before_the_first_write() {
+    let (dir, db) = native_db(120);
+    damage_middle_page(&db);
+    let before = std::fs::read(&db).expect("read");
+    let out = replay_into(dir.path(), &db, "second", 3);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "replay on a damaged file: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("sessions.db"), "{stderr}");
+    assert!(stderr.contains("damaged"), "{stderr}");
+    let out = compaction()
+        .args([
+            "evaluate",
+            "--decision",
+            "offline",
+            "--summarizer",
+            "offline",
+        ])
+        .args([
+            "--app",
+            "zocrates",
+            "--user",
+            "replay",
+            "--session",
+            "first",
+            "--db",
+        ])
+        .arg(&db)
+        .env("ZOTERO_DATA_DIR", dir.path())
+        .output()
+        .expect("run evaluate");
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "evaluate on a damaged file: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(&db).expect("read"),
+        before,
+        "the file was written"
+    );
+    assert_eq!(files_like(dir.path(), "sessions.db"), ["sessions.db"]);
+}
+
+/// Issue 20 item 3: `inspect --check` runs SQLite's full integrity check: exit 0 and "ok" on a
+/// sound file, exit 4 naming the file and the damage on a damaged one.
+#[test]
+fn inspect_check_runs_the_full_integrity_check() {
+    let (_dir, db) = native_db(120);
+    let inspect = |db: &Path| {
+        compaction()
+            .args([
+                "inspect", "--check", "--app", "zocrates", "--user", "replay",
+            ])
+            .args(["--session", "first", "--db"])
+            .arg(db)
+            .output()
+            .expect("run inspect")
+    };
+    let out = inspect(&db);
+    assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("integrity check: ok"), "{stdout}");
+    damage_middle_page(&db);
+    let out = inspect(&db);
+    assert_eq!(out.status.code(), Some(4));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("sessions.db") && stderr.contains("integrity_check"),
+        "{stderr}"
+    );
+}
+
+/// Issue 20 item 6: `inspect` opens the database read-only: it never migrates an older file,
+/// leaves no `-wal`/`-shm` behind, and reads while another connection holds the write lock.
+#[test]
+fn inspect_reads_without_writing_migrating_or_waiting_for_a_writer() {
+    let (dir, db) = native_db(10);
+    // An older schema version (1 has the same tables): a reader must not migrate it.
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    conn.pragma_update(None, "user_version", 1)
+        .expect("set version");
+    drop(conn);
+    assert_eq!(files_like(dir.path(), "sessions.db"), ["sessions.db"]);
+    let inspect = || {
+        compaction()
+            .args(["inspect", "--app", "zocrates", "--user", "replay"])
+            .args(["--session", "first", "--db"])
+            .arg(&db)
+            .output()
+            .expect("run inspect")
+    };
+    assert_success(&inspect());
+    assert_eq!(
+        files_like(dir.path(), "sessions.db"),
+        ["sessions.db"],
+        "inspect left files behind"
+    );
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .expect("version");
+    assert_eq!(version, 1, "inspect migrated the file");
+    // Another process's writer holds the write lock for the whole run of inspect.
+    conn.execute_batch("BEGIN IMMEDIATE; UPDATE sessions SET updated_at = updated_at;")
+        .expect("hold the write lock");
+    let out = compaction()
+        .args(["inspect", "--app", "zocrates", "--user", "replay"])
+        .args(["--session", "first", "--db"])
+        .arg(&db)
+        .output()
+        .expect("run inspect");
+    assert_success(&out);
+    conn.execute_batch("ROLLBACK").expect("rollback");
+}
