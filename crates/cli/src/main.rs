@@ -165,7 +165,7 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", render::for_terminal(&e.to_string()));
             ExitCode::from(e.exit_code())
         }
     }
@@ -349,7 +349,7 @@ async fn replay_turns(
     let mut out = std::io::stdout().lock();
     let banner = wiring.banner();
     if json {
-        emit(
+        emit_json(
             &mut out,
             &serde_json::json!({ "banner": banner }).to_string(),
         )?;
@@ -371,7 +371,7 @@ async fn replay_turns(
             CliError::Database(e.to_string())
         })?;
         if json {
-            emit(
+            emit_json(
                 &mut out,
                 &serde_json::to_string(&record).map_err(|e| CliError::Other(e.to_string()))?,
             )?;
@@ -411,7 +411,7 @@ async fn replay_turns(
             100.0 * saved as f64 / without as f64
         };
         if json {
-            emit(
+            emit_json(
                 &mut out,
                 &serde_json::json!({ "turns": turns.len(), "compactions": compactions, "next_prompt_tokens_without": without, "next_prompt_tokens_with": with, "tokens_saved": saved, "session": key.to_string(), "db": kept.as_deref().map(wiring::shown) }).to_string(),
             )?;
@@ -442,7 +442,14 @@ async fn replay_turns(
     Ok(())
 }
 
+/// Writes one line for a person: control characters and bidirectional-text controls in it are
+/// shown escaped ([`render::for_terminal`]), so session text cannot drive the terminal.
 fn emit(out: &mut impl Write, line: &str) -> Result<(), CliError> {
+    emit_json(out, &render::for_terminal(line))
+}
+
+/// Writes one line exactly as given (JSON records: serde_json already escapes what JSON must).
+fn emit_json(out: &mut impl Write, line: &str) -> Result<(), CliError> {
     writeln!(out, "{line}").map_err(|e| CliError::Other(format!("cannot write output: {e}")))
 }
 
@@ -485,7 +492,7 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
             "compaction_event_id": outcome.compaction().map(|c| c.event.id.clone()),
             "detail": summary.detail,
         });
-        emit(&mut out, &record.to_string())?;
+        emit_json(&mut out, &record.to_string())?;
     } else {
         emit(&mut out, &wiring.banner())?;
         let p = probability.map_or_else(|| "-".to_owned(), |p| format!("{p:.2}"));

@@ -215,3 +215,98 @@ fn inspect_reads_without_writing_migrating_or_waiting_for_a_writer() {
     assert_success(&out);
     conn.execute_batch("ROLLBACK").expect("rollback");
 }
+
+/// Control characters a session or a transcript may carry: an OSC retitle (ESC … BEL), a
+/// screen clear (CSI 2J), NUL, a carriage return and a right-to-left override.
+const HOSTILE: &str = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{0}\r\u{202e}txt.exe";
+
+/// No raw control or bidi character in `text`.
+#[track_caller]
+fn assert_terminal_safe(what: &str, text: &str) {
+    let bad: Vec<char> = text
+        .chars()
+        .filter(|&c| (c.is_control() && c != '\n' && c != '\t') || c == '\u{202e}')
+        .collect();
+    assert!(bad.is_empty(), "{what} prints raw {bad:?}: {text}");
+}
+
+/// Issue 20 item 4: session text and unknown transcript field names reach the terminal
+/// escaped in `replay`, `inspect` and error messages, while `--json` output stays exact JSON.
+#[test]
+fn session_text_cannot_drive_the_terminal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("sessions.db");
+    let file = dir.path().join("hostile.jsonl");
+    let turns: Vec<String> = (1..=12)
+        .map(|i| {
+            json!({
+                "user": format!("Question {i} {HOSTILE}"),
+                "assistant": format!("Answer {i} {HOSTILE}"),
+                "prompt_tokens": 2_000 + 4_000 * i,
+            })
+            .to_string()
+        })
+        .collect();
+    std::fs::write(&file, turns.join("\n")).expect("write");
+    let out = compaction()
+        .arg("replay")
+        .arg(&file)
+        .args(["--decision", "offline", "--summarizer", "offline"])
+        .args(["--session", "s", "--db"])
+        .arg(&db)
+        .env("ZOTERO_DATA_DIR", dir.path())
+        .output()
+        .expect("run replay");
+    assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_terminal_safe("replay", &stdout);
+    assert!(stdout.contains("\\u{1b}]0;owned\\u{7}"), "{stdout}");
+    let out = compaction()
+        .args([
+            "inspect",
+            "--app",
+            "zocrates",
+            "--user",
+            "replay",
+            "--session",
+            "s",
+        ])
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .expect("run inspect");
+    assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_terminal_safe("inspect", &stdout);
+    assert!(stdout.contains("\\u{202e}txt.exe"), "{stdout}");
+    // JSON output is exact: the text round-trips through a JSON parser unchanged.
+    let out = compaction()
+        .arg("replay")
+        .arg(&file)
+        .args(["--decision", "offline", "--summarizer", "offline", "--json"])
+        .env("ZOTERO_DATA_DIR", dir.path())
+        .output()
+        .expect("run replay --json");
+    assert_success(&out);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        serde_json::from_str::<serde_json::Value>(line).expect("every line is JSON");
+    }
+    // An unknown field name is named in the error, escaped.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        json!({ "user": "q", "assistant": "a", format!("x{HOSTILE}"): 1 }).to_string(),
+    )
+    .expect("write");
+    let out = compaction()
+        .arg("replay")
+        .arg(&bad)
+        .args(["--decision", "offline", "--summarizer", "offline"])
+        .env("ZOTERO_DATA_DIR", dir.path())
+        .output()
+        .expect("run replay");
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_terminal_safe("an error", &stderr);
+    assert!(stderr.contains("x\\u{1b}]0;owned"), "{stderr}");
+}
