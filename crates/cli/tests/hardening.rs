@@ -310,3 +310,71 @@ fn session_text_cannot_drive_the_terminal() {
     assert_terminal_safe("an error", &stderr);
     assert!(stderr.contains("x\\u{1b}]0;owned"), "{stderr}");
 }
+
+/// Waits for `child` at most `limit`; a child still running then is killed and reported.
+fn finish_within(mut child: std::process::Child, limit: std::time::Duration) -> Output {
+    let deadline = std::time::Instant::now() + limit;
+    // Polling a child for a hang: there is no timed wait in std.
+    while child.try_wait().expect("poll child").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("reap child");
+            panic!(
+                "still running after {limit:?}; stderr so far: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("collect child")
+}
+
+/// Issue 20 item 7: `replay` reads the settings file without writing it (missing keys take
+/// their defaults in memory), creates no lock file, and waits for a writer holding the lock a
+/// bounded time, saying so, instead of for ever.
+#[test]
+fn replay_reads_the_config_without_writing_it_or_waiting_for_ever() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("zocrates_config.json");
+    let text = "{\"adaptive_compaction_threshold\": 0.9}";
+    std::fs::write(&config, text).expect("write config");
+    let file = dir.path().join("t.jsonl");
+    std::fs::write(&file, transcript(3)).expect("write transcript");
+    let run = || {
+        compaction()
+            .arg("replay")
+            .arg(&file)
+            .args([
+                "--decision",
+                "offline",
+                "--summarizer",
+                "offline",
+                "--config",
+            ])
+            .arg(&config)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn replay")
+    };
+    let limit = std::time::Duration::from_secs(60);
+    assert_success(&finish_within(run(), limit));
+    assert_eq!(std::fs::read_to_string(&config).expect("read"), text);
+    assert_eq!(
+        files_like(dir.path(), "zocrates_config"),
+        ["zocrates_config.json"],
+        "a lock or temporary file was created"
+    );
+    // Another process (this test) holds the settings lock for the whole run.
+    let lock = std::fs::File::create(dir.path().join("zocrates_config.json.lock")).expect("lock");
+    lock.lock().expect("hold the lock");
+    let out = finish_within(run(), limit);
+    assert_success(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("waiting up to 5 s for the settings lock"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("were read without it"), "{stdout}");
+}
