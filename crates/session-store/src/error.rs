@@ -145,6 +145,28 @@ pub enum SessionStoreError {
         #[source]
         source: serde_json::Error,
     },
+    /// A stored compaction event covers a range that starts after it ends. ADK never writes
+    /// one; taken as the live summary it would hide the history, so every read refuses it.
+    #[error(
+        "{}: session {key}, event {event_id:?} at revision {revision}: a compaction that starts \
+         after it ends (start_timestamp {start}, end_timestamp {end}); the database is corrupt: \
+         remove or correct this event",
+        path.display()
+    )]
+    BackwardsCompaction {
+        /// The database file.
+        path: PathBuf,
+        /// The session.
+        key: Box<SessionKey>,
+        /// The event's position in the session, from 1.
+        revision: u64,
+        /// The event id.
+        event_id: String,
+        /// The stored start timestamp (epoch seconds).
+        start: f64,
+        /// The stored end timestamp (epoch seconds).
+        end: f64,
+    },
     /// A stored session state is not a JSON object.
     #[error("{}: session {key}: stored state is not a JSON object: {source}", path.display())]
     CorruptState {

@@ -502,3 +502,55 @@ proptest::proptest! {
         proptest::prop_assert_eq!(snapshot.revision, revision);
     }
 }
+
+/// Issue 20 item 9: a compaction event whose start is after its end (written by someone else)
+/// is refused as corrupt, naming the event, by every read; it never becomes the live summary
+/// that hides the history. Appending one is refused too.
+#[test]
+fn a_compaction_that_starts_after_it_ends_is_refused_naming_the_event() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flavor, path) in flavors(dir.path()) {
+        let store = AdkStore::open(&path).unwrap();
+        let created = store.create_session(&key(), Map::new()).unwrap();
+        let mut f = EventFactory::starting_at(now().ceil() + 1.0);
+        let mut events = f.research_turn("inv1", "q1", "synthesis");
+        let (start, end) = (events[0].timestamp, events[5].timestamp);
+        let backwards = f.compaction("inv2", end, start, "bogus");
+        let err = store
+            .append_event(&key(), created.revision, &backwards)
+            .unwrap_err();
+        assert!(err.to_string().contains(&backwards.id), "{flavor:?}: {err}");
+        events.push(f.compaction("inv2", start, end, "summary"));
+        let compaction_id = events[6].id.clone();
+        let mut revision = created.revision;
+        for e in &events {
+            revision = store.append_event(&key(), revision, e).unwrap();
+        }
+        // Another writer swaps the range in place.
+        let conn = Connection::open(&path).unwrap();
+        let changed = conn
+            .execute(
+                "UPDATE events SET event_data = json_set(event_data, \
+                 '$.actions.compaction.start_timestamp', \
+                 json_extract(event_data, '$.actions.compaction.end_timestamp') + 10) \
+                 WHERE id = ?1",
+                [&compaction_id],
+            )
+            .unwrap();
+        assert_eq!(changed, 1);
+        drop(conn);
+        let reads: [(&str, Result<(), SessionStoreError>); 3] = [
+            ("get_session", store.get_session(&key()).map(|_| ())),
+            ("load_live_tail", store.load_live_tail(&key()).map(|_| ())),
+            ("gate_snapshot", store.gate_snapshot(&key()).map(|_| ())),
+        ];
+        for (read, result) in reads {
+            let err = result.expect_err(read);
+            let message = err.to_string();
+            assert!(
+                message.contains(&compaction_id) && message.contains("starts after it ends"),
+                "{flavor:?} {read}: {message}"
+            );
+        }
+    }
+}

@@ -511,7 +511,9 @@ impl AdkStore {
                         })?
                     }
                 };
-                outlines.push(outline.into_event(row.id, row.invocation_id, timestamp));
+                let event = outline.into_event(row.id, row.invocation_id, timestamp);
+                self.check_compaction_range(key, row.position, &event)?;
+                outlines.push(event);
                 Ok(())
             })?;
             let prompt_tokens = coordinator_prompt_tokens(coordinator_view(&outlines).into_iter());
@@ -619,7 +621,31 @@ impl AdkStore {
         map.remove("invocationId");
         map.insert("invocation_id".to_owned(), Value::from(invocation));
         map.insert("id".to_owned(), Value::from(id.clone()));
-        serde_json::from_value(Value::Object(map)).map_err(|e| corrupt(e, &id))
+        let event = serde_json::from_value(Value::Object(map)).map_err(|e| corrupt(e, &id))?;
+        self.check_compaction_range(key, index, &event)?;
+        Ok(event)
+    }
+
+    /// Refuses a compaction event (at `position`, from 0) whose range starts after it ends.
+    fn check_compaction_range(
+        &self,
+        key: &SessionKey,
+        position: usize,
+        event: &Event,
+    ) -> Result<(), SessionStoreError> {
+        match &event.actions.compaction {
+            Some(c) if c.start_timestamp > c.end_timestamp => {
+                Err(SessionStoreError::BackwardsCompaction {
+                    path: self.inner.path.clone(),
+                    key: Box::new(key.clone()),
+                    revision: position as u64 + 1,
+                    event_id: event.id.clone(),
+                    start: c.start_timestamp.seconds(),
+                    end: c.end_timestamp.seconds(),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Refuses an event ADK would not load, or whose effects ADK applies but this store does
@@ -638,6 +664,14 @@ impl AdkStore {
         }
         if event.is_partial() {
             return Err(refuse("ADK never stores partial events".into()));
+        }
+        if let Some(c) = &event.actions.compaction
+            && c.start_timestamp > c.end_timestamp
+        {
+            return Err(refuse(format!(
+                "a compaction that starts after it ends (start_timestamp {}, end_timestamp {})",
+                c.start_timestamp, c.end_timestamp
+            )));
         }
         for (k, v) in &event.actions.extra {
             let name = snake(k);
