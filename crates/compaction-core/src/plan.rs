@@ -236,7 +236,9 @@ impl CompactionPlan {
 
     /// The compaction event ADK honours: author `user`, a fresh invocation id, no content,
     /// `actions.compaction` with the range and the summary as a `model` message;
-    /// engine-private facts in `custom_metadata`.
+    /// engine-private facts in `custom_metadata`. Key-shaped tokens in the summary are
+    /// replaced by [`REDACTED_KEY`] first ([`scrub_key_shaped_tokens`]): a summary that quotes
+    /// an `Authorization` header must not store the key.
     pub fn compaction_event(
         &self,
         summary: &str,
@@ -250,7 +252,7 @@ impl CompactionPlan {
             compaction: Some(EventCompaction {
                 start_timestamp: self.start_timestamp,
                 end_timestamp: self.end_timestamp,
-                compacted_content: Content::model_text(summary),
+                compacted_content: Content::model_text(scrub_key_shaped_tokens(summary)),
             }),
             ..Actions::default()
         };
@@ -262,10 +264,100 @@ impl CompactionPlan {
     }
 }
 
+/// What [`scrub_key_shaped_tokens`] puts in place of a key.
+pub const REDACTED_KEY: &str = "[redacted key]";
+
+/// Prefixes of the API keys of common providers (OpenAI and OpenRouter `sk-`, Groq `gsk_`,
+/// xAI `xai-`, Google `AIza`, GitHub `ghp_`/`github_pat_`, Hugging Face `hf_`, Slack `xox`).
+const KEY_PREFIXES: &[&str] = &[
+    "sk-",
+    "sk_",
+    "gsk_",
+    "xai-",
+    "AIza",
+    "ghp_",
+    "gho_",
+    "github_pat_",
+    "hf_",
+    "xoxb-",
+    "xoxp-",
+];
+
+/// The shortest token taken for a key: real keys are longer, shorter words are prose.
+const MIN_KEY_CHARS: usize = 16;
+
+/// `text` with every key-shaped token replaced by [`REDACTED_KEY`]: a token (a run of ASCII
+/// letters, digits, `-`, `_` and `.`) of at least 16 characters that starts with a known
+/// provider prefix, or a token of 8 or more characters with both letters and digits that
+/// directly follows `Bearer` or `Authorization:` (the header a summary may quote). Everything
+/// else is kept byte for byte.
+pub fn scrub_key_shaped_tokens(text: &str) -> String {
+    let is_token_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut after_auth = false;
+    while let Some(start) = rest.find(is_token_char) {
+        let (before, from) = rest.split_at(start);
+        out.push_str(before);
+        let end = from.find(|c: char| !is_token_char(c)).unwrap_or(from.len());
+        let (token, after) = from.split_at(end);
+        let prefixed =
+            token.len() >= MIN_KEY_CHARS && KEY_PREFIXES.iter().any(|p| token.starts_with(p));
+        let credential = after_auth
+            && token.len() >= 8
+            && token.bytes().any(|b| b.is_ascii_digit())
+            && token.bytes().any(|b| b.is_ascii_alphabetic());
+        if prefixed || credential {
+            out.push_str(REDACTED_KEY);
+        } else {
+            out.push_str(token);
+        }
+        // `Authorization: Bearer TOKEN`, `Authorization: TOKEN` and `Bearer TOKEN`.
+        after_auth = token.eq_ignore_ascii_case("bearer")
+            || (token.eq_ignore_ascii_case("authorization") && after.starts_with(':'));
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::event::{Content, FunctionCall, Part};
+
+    /// Issue 20 item 5: a summary that quotes an `Authorization` header or a provider key is
+    /// stored with the key replaced; ordinary prose, DOIs and numbers are kept.
+    #[test]
+    fn key_shaped_tokens_are_scrubbed_from_the_stored_summary() {
+        let secret = "sk-or-v1-0123456789abcdef0123456789abcdef";
+        let summary = format!(
+            "The user pasted `Authorization: Bearer {secret}` and a Groq key gsk_ABCDEFGHIJKLMNOPQRST. \
+             Another header: Authorization: tok_1234567890. Findings: SEI growth of 12.5 mAh/g \
+             (doi:10.1000/e2e.7), see sk-ewer and the bearer of news; Bearer instruments."
+        );
+        let mut f = crate::testing::EventFactory::new();
+        let events: Vec<Event> = (0..3)
+            .flat_map(|i| f.conversational_turn(&format!("i{i}"), "q", "a"))
+            .collect();
+        let plan = plan_compaction(&events, 1).expect("a plan");
+        let now = events.last().expect("events").timestamp;
+        let event = plan.compaction_event(&summary, "c1".into(), "ic".into(), now, Map::new());
+        let scrubbed = event.compaction().expect("a compaction").summary_text();
+        assert!(!scrubbed.contains("0123456789abcdef"), "{scrubbed}");
+        assert!(!scrubbed.contains("ABCDEFGHIJ"), "{scrubbed}");
+        assert!(!scrubbed.contains("tok_1234567890"), "{scrubbed}");
+        assert_eq!(scrubbed.matches(REDACTED_KEY).count(), 3, "{scrubbed}");
+        for kept in [
+            "12.5 mAh/g",
+            "doi:10.1000/e2e.7",
+            "sk-ewer",
+            "the bearer of news",
+            "Bearer instruments",
+        ] {
+            assert!(scrubbed.contains(kept), "{kept}: {scrubbed}");
+        }
+    }
     use serde_json::json;
 
     #[test]
