@@ -346,16 +346,13 @@ async fn replay_turns(
                 "{e} (pick another --session, or leave it out for a new one)"
             ))
         })?;
-    let mut out = std::io::stdout().lock();
+    let mut out = Output::new(std::io::stdout().lock());
     let banner = wiring.banner();
     if json {
-        emit_json(
-            &mut out,
-            &serde_json::json!({ "banner": banner }).to_string(),
-        )?;
+        out.json(&serde_json::json!({ "banner": banner }).to_string());
     } else {
-        emit(&mut out, &banner)?;
-        emit(&mut out, &render::table_header())?;
+        out.line(&banner);
+        out.line(&render::table_header());
     }
     let progress = std::io::stderr().is_terminal() && !std::io::stdout().is_terminal();
     let mut last: Option<TurnRecord> = None;
@@ -363,20 +360,35 @@ async fn replay_turns(
         if progress {
             eprint!("\rreplaying turn {}/{}", i + 1, turns.len());
         }
-        let record = replay.turn(turn).await.map_err(|e| {
-            if progress {
-                // End the progress line so that the error starts on its own.
-                eprintln!();
+        let record = match replay.turn(turn).await {
+            Ok(record) => record,
+            Err(e) => {
+                if progress {
+                    // End the progress line so that the error starts on its own.
+                    eprintln!();
+                }
+                // The session cannot be finished (the store failed, e.g. a full disk): roll
+                // it back so that its id can be used again, and say whether that worked.
+                let rolled_back = match store.delete_session(&key) {
+                    Ok(_) => {
+                        format!("session {key} was rolled back (deleted); its id can be used again")
+                    }
+                    Err(d) => format!(
+                        "session {key} could not be rolled back ({d}); it holds the turns before turn {}",
+                        i + 1
+                    ),
+                };
+                return Err(CliError::Database(format!(
+                    "turn {} of {}: {e}; {rolled_back}",
+                    i + 1,
+                    turns.len()
+                )));
             }
-            CliError::Database(e.to_string())
-        })?;
+        };
         if json {
-            emit_json(
-                &mut out,
-                &serde_json::to_string(&record).map_err(|e| CliError::Other(e.to_string()))?,
-            )?;
+            out.json(&serde_json::to_string(&record).map_err(|e| CliError::Other(e.to_string()))?);
         } else {
-            emit(&mut out, &render::table_row(&record))?;
+            out.line(&render::table_row(&record));
         }
         last = Some(record);
     }
@@ -390,13 +402,10 @@ async fn replay_turns(
         .compaction_history(&key)
         .map_err(|e| CliError::Database(e.to_string()))?;
     if !json {
-        emit(&mut out, "\nFinal assembled context for the next turn:")?;
-        emit(&mut out, render::context(&context, 400).trim_end())?;
-        emit(&mut out, "\nCompaction history:")?;
-        emit(
-            &mut out,
-            render::compaction_history(&compactions).trim_end(),
-        )?;
+        out.line("\nFinal assembled context for the next turn:");
+        out.line(render::context(&context, 400).trim_end());
+        out.line("\nCompaction history:");
+        out.line(render::compaction_history(&compactions).trim_end());
     }
     let compactions = compactions.len();
     if last.is_some() {
@@ -411,35 +420,73 @@ async fn replay_turns(
             100.0 * saved as f64 / without as f64
         };
         if json {
-            emit_json(
-                &mut out,
-                &serde_json::json!({ "turns": turns.len(), "compactions": compactions, "next_prompt_tokens_without": without, "next_prompt_tokens_with": with, "tokens_saved": saved, "session": key.to_string(), "db": kept.as_deref().map(wiring::shown) }).to_string(),
-            )?;
+            out.json(&serde_json::json!({ "turns": turns.len(), "compactions": compactions, "next_prompt_tokens_without": without, "next_prompt_tokens_with": with, "tokens_saved": saved, "session": key.to_string(), "db": kept.as_deref().map(wiring::shown) }).to_string());
         } else {
-            emit(
-                &mut out,
-                &format!(
-                    "\n{} turns, {compactions} compactions. Next prompt: {without} tokens without compaction, {with} with: {saved} tokens saved ({pct:.0}%).",
-                    turns.len()
-                ),
-            )?;
+            out.line(&format!(
+                "\n{} turns, {compactions} compactions. Next prompt: {without} tokens without compaction, {with} with: {saved} tokens saved ({pct:.0}%).",
+                turns.len()
+            ));
             if let Some(path) = &kept {
-                emit(
-                    &mut out,
-                    &format!(
-                        "Session {key} is kept in {}; to see it again: compaction inspect --db {} --app {} --user {} --session {}",
-                        wiring::shown(path),
-                        render::shell_word(&wiring::shown(path)),
-                        render::shell_word(&key.app_name),
-                        render::shell_word(&key.user_id),
-                        render::shell_word(&key.session_id),
-                    ),
-                )?;
+                out.line(&format!(
+                    "Session {key} is kept in {}; to see it again: compaction inspect --db {} --app {} --user {} --session {}",
+                    wiring::shown(path),
+                    render::shell_word(&wiring::shown(path)),
+                    render::shell_word(&key.app_name),
+                    render::shell_word(&key.user_id),
+                    render::shell_word(&key.session_id),
+                ));
             }
         }
     }
     drop(guard);
+    if let Some(e) = out.failure() {
+        // The output is lost, not the work: the session was finished.
+        return Err(CliError::Other(format!(
+            "cannot write output: {e}; the replay went on without it and finished session {key} \
+             ({} turns, {compactions} compactions stored{})",
+            turns.len(),
+            kept.as_deref()
+                .map(|p| format!(" in {}", wiring::shown(p)))
+                .unwrap_or_default()
+        )));
+    }
     Ok(())
+}
+
+/// Standard output that may fail (a closed pipe, a full disk): the first failure is kept and
+/// later lines are dropped, so that a replay still finishes its session and says so.
+struct Output<W: Write> {
+    out: W,
+    failed: Option<std::io::Error>,
+}
+
+impl<W: Write> Output<W> {
+    fn new(out: W) -> Self {
+        Output { out, failed: None }
+    }
+
+    /// Writes one line for a person ([`emit`]); never fails, see [`Output::failure`].
+    fn line(&mut self, line: &str) {
+        self.raw(&render::for_terminal(line));
+    }
+
+    /// Writes one JSON line exactly.
+    fn json(&mut self, line: &str) {
+        self.raw(line);
+    }
+
+    fn raw(&mut self, line: &str) {
+        if self.failed.is_none()
+            && let Err(e) = writeln!(self.out, "{line}").and_then(|()| self.out.flush())
+        {
+            self.failed = Some(e);
+        }
+    }
+
+    /// The first write failure, if any.
+    fn failure(&self) -> Option<&std::io::Error> {
+        self.failed.as_ref()
+    }
 }
 
 /// Writes one line for a person: control characters and bidirectional-text controls in it are

@@ -378,3 +378,69 @@ fn replay_reads_the_config_without_writing_it_or_waiting_for_ever() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("were read without it"), "{stdout}");
 }
+
+/// The number of events of session `session` (app `zocrates`, user `replay`) in `db`.
+fn stored_events(db: &Path, session: &str) -> i64 {
+    let conn = rusqlite::Connection::open(db).expect("open");
+    conn.query_row(
+        "SELECT count(*) FROM events JOIN sessions ON events.session_pk = sessions.pk \
+         WHERE sessions.session_id = ?1",
+        [session],
+        |r| r.get(0),
+    )
+    .expect("count")
+}
+
+/// Issue 20 item 11: a closed stdout (`| head`) does not cut the replay short: the session is
+/// finished, and stderr says so with a non-zero exit.
+#[test]
+fn a_closed_stdout_still_finishes_the_session_and_says_so() {
+    let (dir, db) = native_db(30);
+    let full = stored_events(&db, "first");
+    let file = dir.path().join("t.jsonl");
+    std::fs::write(&file, transcript(30)).expect("write");
+    let mut child = compaction()
+        .arg("replay")
+        .arg(&file)
+        .args(["--decision", "offline", "--summarizer", "offline"])
+        .args(["--session", "second", "--db"])
+        .arg(&db)
+        .env("ZOTERO_DATA_DIR", dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Close the read end at once: every write of the child fails with a broken pipe.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot write output") && stderr.contains("finished session"),
+        "{stderr}"
+    );
+    assert_eq!(stored_events(&db, "second"), full, "the session is partial");
+}
+
+/// Issue 20 item 11: a store that fails part-way (a full disk, simulated by a trigger that
+/// refuses inserts past a point) rolls the session back, says so, and the id can be reused.
+#[test]
+fn a_store_failure_part_way_rolls_the_session_back_and_says_so() {
+    let (dir, db) = native_db(3);
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    conn.execute_batch(
+        "CREATE TRIGGER disk_full BEFORE INSERT ON events \
+         WHEN (SELECT count(*) FROM events) >= 40 \
+         BEGIN SELECT RAISE(ABORT, 'database or disk is full (simulated)'); END;",
+    )
+    .expect("trigger");
+    let out = replay_into(dir.path(), &db, "second", 20);
+    assert_eq!(out.status.code(), Some(4));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("was rolled back"), "{stderr}");
+    assert_eq!(stored_events(&db, "second"), 0, "a partial session is left");
+    conn.execute_batch("DROP TRIGGER disk_full")
+        .expect("drop trigger");
+    drop(conn);
+    assert_success(&replay_into(dir.path(), &db, "second", 20));
+}

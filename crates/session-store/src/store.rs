@@ -421,6 +421,20 @@ impl SqliteStore {
         }
     }
 
+    /// Deletes a session and all its events in one transaction (a run that could not finish
+    /// a session it created rolls it back, so that its id can be used again). Returns whether
+    /// the session existed.
+    pub fn delete_session(&self, key: &SessionKey) -> Result<bool, SessionStoreError> {
+        let deleted = self
+            .conn()
+            .prepare_cached(
+                "DELETE FROM sessions WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3",
+            )
+            .and_then(|mut stmt| stmt.execute((&key.app_name, &key.user_id, &key.session_id)))
+            .map_err(self.sqlite_error(|| format!("deleting session {key}")))?;
+        Ok(deleted > 0)
+    }
+
     /// Loads a session with its whole history, in append order (one read transaction).
     pub fn get_session(&self, key: &SessionKey) -> Result<Session, SessionStoreError> {
         let op = || format!("loading session {key}");
