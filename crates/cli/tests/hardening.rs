@@ -444,3 +444,51 @@ fn a_store_failure_part_way_rolls_the_session_back_and_says_so() {
     drop(conn);
     assert_success(&replay_into(dir.path(), &db, "second", 20));
 }
+
+/// Issue 20 item 2: on the uncompacted path the session state the replay writes stays bounded:
+/// no research turn's `state_delta` carries more than `RESEARCH_WINDOW_TURNS` entries of
+/// `RESEARCH_TURN_HISTORY`, however long the session grows without a compaction.
+#[test]
+fn the_research_history_in_the_session_state_stays_bounded_without_compaction() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("off.json");
+    std::fs::write(&config, r#"{"enable_adaptive_compaction": false}"#).expect("config");
+    let turns = cli::replay::RESEARCH_WINDOW_TURNS + 40;
+    let lines: Vec<String> = (1..=turns)
+        .map(|i| {
+            json!({ "user": format!("q{i}"), "assistant": format!("a{i}"), "findings_summary": format!("f{i}") })
+                .to_string()
+        })
+        .collect();
+    let file = dir.path().join("t.jsonl");
+    std::fs::write(&file, lines.join("\n")).expect("write");
+    let db = dir.path().join("sessions.db");
+    let out = compaction()
+        .arg("replay")
+        .arg(&file)
+        .args([
+            "--decision",
+            "offline",
+            "--summarizer",
+            "offline",
+            "--json",
+            "--config",
+        ])
+        .arg(&config)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .expect("run replay");
+    assert_success(&out);
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    let (largest, research_turns): (i64, i64) = conn
+        .query_row(
+            "SELECT max(json_array_length(body, '$.actions.state_delta.RESEARCH_TURN_HISTORY')), \
+             count(json_extract(body, '$.actions.state_delta.RESEARCH_TURN_HISTORY')) FROM events",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("query");
+    assert_eq!(research_turns, turns as i64);
+    assert_eq!(largest, cli::replay::RESEARCH_WINDOW_TURNS as i64);
+}
