@@ -395,13 +395,14 @@ async fn replay_turns(
     if progress {
         eprintln!();
     }
-    let context = store
-        .load_context(&key)
-        .map_err(|e| CliError::Database(e.to_string()))?;
     let compactions = store
         .compaction_history(&key)
         .map_err(|e| CliError::Database(e.to_string()))?;
     if !json {
+        // Only the text output shows the context; an uncompacted one is the whole session.
+        let context = store
+            .load_context(&key)
+            .map_err(|e| CliError::Database(e.to_string()))?;
         out.line("\nFinal assembled context for the next turn:");
         out.line(render::context(&context, 400).trim_end());
         out.line("\nCompaction history:");

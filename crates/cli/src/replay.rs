@@ -165,7 +165,7 @@ pub struct Replay<S: ReplayStore> {
 /// rendered turn is never under six tokens, so no probe reads further back than about 85
 /// turns; older entries only made each research turn's `state_delta` (and so the replay)
 /// grow with the session.
-pub const RESEARCH_WINDOW_TURNS: usize = 256;
+pub const RESEARCH_WINDOW_TURNS: usize = 96;
 
 /// A replay failure that stops the run (the store could not be written).
 #[derive(Debug, thiserror::Error)]
