@@ -93,7 +93,7 @@ fn read_waits_a_bounded_time_for_a_writer_and_says_so() {
     let read = store
         .read(Duration::from_millis(100), |p| told.push(p.to_owned()))
         .expect("read");
-    assert_eq!(told, [lock_path.clone()]);
+    assert_eq!(told, std::slice::from_ref(&lock_path));
     assert_eq!(read.lock_timed_out, Some(lock_path));
     assert_eq!(read.file.path(), file.as_path());
 }
