@@ -554,3 +554,64 @@ fn a_compaction_that_starts_after_it_ends_is_refused_naming_the_event() {
         }
     }
 }
+
+/// Replaces the character at `at` (a char index, wrapped) of `text` with `with`, or deletes it.
+fn mutate(text: &str, at: usize, with: Option<char>) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let at = at % chars.len().max(1);
+    chars
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| if i == at { with } else { Some(*c) })
+        .collect()
+}
+
+proptest::proptest! {
+    // Bounded for CI; a longer run: `PROPTEST_CASES=20000 cargo test -p session-store --test adk fuzz`.
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(48),
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Fuzz of ADK event JSON (issue 20): an `event_data` column holding a mutated event (a
+    /// character replaced or deleted, up to three times) or arbitrary text never panics a
+    /// read: every read either loads the session or fails with a store error naming the file.
+    #[test]
+    fn fuzz_adk_event_json_never_panics(
+        edits in proptest::collection::vec((proptest::num::usize::ANY, proptest::option::of(proptest::char::any())), 1..4),
+        raw in proptest::option::weighted(0.2, ".{0,40}"),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = adk_file(dir.path(), "f.db", SQLITE_DDL);
+        let store = AdkStore::open(&path).unwrap();
+        let created = store.create_session(&key(), Map::new()).unwrap();
+        let mut f = EventFactory::starting_at(now().ceil() + 1.0);
+        let mut events = f.research_turn("inv1", "q1", "synthesis");
+        let (start, end) = (events[0].timestamp, events[5].timestamp);
+        events.push(f.compaction("inv2", start, end, "summary"));
+        let mut revision = created.revision;
+        for e in &events {
+            revision = store.append_event(&key(), revision, e).unwrap();
+        }
+        let target = &events[6].id;
+        let conn = Connection::open(&path).unwrap();
+        let original: String = conn
+            .query_row("SELECT event_data FROM events WHERE id = ?1", [target], |r| r.get(0))
+            .unwrap();
+        let data = match raw {
+            Some(text) => text,
+            None => edits.iter().fold(original, |text, (at, with)| mutate(&text, *at, *with)),
+        };
+        conn.execute("UPDATE events SET event_data = ?1 WHERE id = ?2", (&data, target)).unwrap();
+        drop(conn);
+        for result in [
+            store.get_session(&key()).map(|_| ()),
+            store.load_live_tail(&key()).map(|_| ()),
+            store.gate_snapshot(&key()).map(|_| ()),
+        ] {
+            if let Err(e) = result {
+                proptest::prop_assert!(e.to_string().contains("f.db"), "{}", e);
+            }
+        }
+    }
+}
