@@ -171,16 +171,21 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs to stderr (filter from `COMPACTION_LOG`, default `error`), and, when spans are
+/// Logs to stderr (filter from `COMPACTION_LOG`, default `error` plus the OTLP exporter's
+/// warnings), and, when spans are
 /// exported, sends the program's own spans (one per replayed turn) to the same exporter so that
 /// the compaction spans nest under their turn.
 fn init_logging(guard: Option<&telemetry::TelemetryGuard>) {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
-    let filter = tracing_subscriber::EnvFilter::try_from_env("COMPACTION_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
+    // By default errors, plus the exporter's one warning about spans that could not be sent.
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("COMPACTION_LOG").unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new(format!("error,{}=warn", telemetry::WARNING_TARGET))
+        });
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .with_filter(filter);
     let registry = tracing_subscriber::registry().with(fmt);

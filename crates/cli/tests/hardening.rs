@@ -564,3 +564,46 @@ fn replay_killed_at_random_points_keeps_the_database_sound_and_every_reported_co
         "no round was killed after a compaction"
     );
 }
+
+/// Issue 20 item 13: an OTLP endpoint with a wrong path (HTTP 404) is reported once on stderr
+/// by default (no `COMPACTION_LOG` needed), and the run still succeeds.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_otlp_endpoint_is_warned_about_once() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(404))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("t.jsonl");
+    std::fs::write(&file, transcript(12)).expect("write");
+    let endpoint = format!("{}/wrong/path", server.uri());
+    let out = tokio::task::spawn_blocking(move || {
+        compaction()
+            .arg("replay")
+            .arg(&file)
+            .args([
+                "--decision",
+                "offline",
+                "--summarizer",
+                "offline",
+                "--otlp",
+                &endpoint,
+            ])
+            .env("ZOTERO_DATA_DIR", dir.path())
+            .output()
+            .expect("run replay")
+    })
+    .await
+    .expect("join");
+    assert_success(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("spans could not be sent to").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("/wrong/path"), "{stderr}");
+}

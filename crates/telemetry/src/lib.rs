@@ -67,6 +67,7 @@ pub use config::{HIDE_INPUTS_ENV, HIDE_OUTPUTS_ENV, ProbeSpanKind, TelemetryConf
 pub use error::TelemetryError;
 pub use otlp::{
     DEFAULT_SERVICE_NAME, ENDPOINT_ENV, OtlpSetup, PHOENIX_ENDPOINT, SERVICE_NAME_ENV,
-    TRACES_ENDPOINT_ENV, TelemetryGuard, init_otlp, shown_endpoint,
+    SHUTDOWN_TIMEOUT, TRACES_ENDPOINT_ENV, TelemetryGuard, WARNING_TARGET, init_otlp,
+    shown_endpoint,
 };
 pub use spans::OpenInferenceTelemetry;
