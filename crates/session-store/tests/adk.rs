@@ -615,3 +615,69 @@ proptest::proptest! {
         }
     }
 }
+
+/// An ADK file (SqliteSessionService layout, WAL journal as a busy ADK app leaves it) holding
+/// `turns` research turns.
+fn filled_adk_file(dir: &Path, turns: usize) -> PathBuf {
+    let path = adk_file(dir, "filled.db", SQLITE_DDL);
+    let conn = Connection::open(&path).unwrap();
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    drop(conn);
+    let store = AdkStore::open(&path).unwrap();
+    let created = store.create_session(&key(), Map::new()).unwrap();
+    let mut f = EventFactory::starting_at(now().ceil() + 1.0);
+    let mut revision = created.revision;
+    for i in 0..turns {
+        for e in f.research_turn(&format!("inv{i}"), &"q".repeat(300), &"s".repeat(300)) {
+            revision = store.append_event(&key(), revision, &e).unwrap();
+        }
+    }
+    path
+}
+
+/// The files in `dir` whose names start with `prefix`, sorted.
+fn files_like(dir: &Path, prefix: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Issue 20 items 3 and 6 on an ADK file: a damaged file is refused before the first write
+/// (byte-identical afterwards), and a read-only open reads, refuses writes and leaves no
+/// `-wal`/`-shm` behind.
+#[test]
+fn an_adk_file_is_checked_before_writing_and_read_without_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = filled_adk_file(dir.path(), 40);
+    assert_eq!(files_like(dir.path(), "filled.db"), ["filled.db"]);
+    let reader = AdkStore::open_read_only(&path, OpenOptions::default()).unwrap();
+    assert_eq!(reader.get_session(&key()).unwrap().events.len(), 240);
+    let mut f = EventFactory::starting_at(now().ceil() + 10_000.0);
+    let revision = reader.get_session(&key()).unwrap().revision;
+    assert!(
+        reader
+            .append_event(&key(), revision, &f.user("inv-x", "no"))
+            .is_err()
+    );
+    drop(reader);
+    assert_eq!(files_like(dir.path(), "filled.db"), ["filled.db"]);
+
+    let mut bytes = std::fs::read(&path).unwrap();
+    let page = 4096;
+    let pages = bytes.len() / page;
+    assert!(pages >= 8, "{pages} pages");
+    bytes[(pages / 2) * page..(pages / 2 + 1) * page].fill(0xFF);
+    std::fs::write(&path, &bytes).unwrap();
+    let err = AdkStore::open(&path).unwrap_err();
+    assert!(matches!(err, SessionStoreError::Damaged { .. }), "{err:?}");
+    assert!(err.to_string().contains("filled.db"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+}
