@@ -82,10 +82,13 @@ enum Command {
         #[command(flatten)]
         target: SessionArgs,
     },
-    /// Print a stored session's assembled context and compaction history.
+    /// Print a stored session's assembled context and compaction history (read-only).
     Inspect {
         #[command(flatten)]
         target: SessionArgs,
+        /// Run SQLite's full integrity check on the file first; exit 4 if it finds damage.
+        #[arg(long)]
+        check: bool,
         /// Database file.
         #[arg(long, value_name = "PATH")]
         db: PathBuf,
@@ -230,22 +233,27 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", render::for_terminal(&e.to_string()));
             ExitCode::from(e.exit_code())
         }
     }
 }
 
-/// Logs to stderr (filter from `COMPACTION_LOG`, default `error`), and, when spans are
+/// Logs to stderr (filter from `COMPACTION_LOG`, default `error` plus the OTLP exporter's
+/// warnings), and, when spans are
 /// exported, sends the program's own spans (one per replayed turn) to the same exporter so that
 /// the compaction spans nest under their turn.
 fn init_logging(guard: Option<&telemetry::TelemetryGuard>) {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
-    let filter = tracing_subscriber::EnvFilter::try_from_env("COMPACTION_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
+    // By default errors, plus the exporter's one warning about spans that could not be sent.
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("COMPACTION_LOG").unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new(format!("error,{}=warn", telemetry::WARNING_TARGET))
+        });
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .with_filter(filter);
     let registry = tracing_subscriber::registry().with(fmt);
@@ -291,7 +299,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             replay_turns(wiring, turns, db, key, run.json, &run.otlp).await
         }
         Command::Evaluate { run, db, target } => evaluate(run, target, db).await,
-        Command::Inspect { target, db } => inspect(&target, db),
+        Command::Inspect { target, db, check } => inspect(&target, db, check),
         Command::Decisions { target, db, json } => decisions(&target, db, json),
         Command::Tune {
             target,
@@ -340,15 +348,34 @@ impl ExistingStore {
     }
 }
 
+/// How a command uses an existing database.
+#[derive(Clone, Copy)]
+enum Access {
+    /// `evaluate`: may append (and migrate an older native file); damage is checked first.
+    Write,
+    /// `inspect`: read-only, never migrates, leaves no `-wal`/`-shm` behind.
+    Read,
+}
+
 /// Opens an existing database: the native store, or ADK's `DatabaseSessionService` /
 /// `SqliteSessionService` layout; ADK's legacy v0 layout is refused naming `adk migrate session`.
-fn open_existing(db: &std::path::Path) -> Result<ExistingStore, CliError> {
+fn open_existing(db: &std::path::Path, access: Access) -> Result<ExistingStore, CliError> {
     let database = |e: session_store::SessionStoreError| CliError::Database(e.to_string());
+    let options = session_store::OpenOptions::default();
+    let read = options.integrity(session_store::IntegrityCheck::Skip);
     match detect_layout(db).map_err(database)? {
-        Layout::AdkDatabase | Layout::AdkSqlite | Layout::AdkLegacyV0 => AdkStore::open(db)
-            .map(|s| ExistingStore::Adk(Arc::new(s)))
-            .map_err(database),
-        Layout::Native => open_store(db).map(ExistingStore::Native),
+        Layout::AdkDatabase | Layout::AdkSqlite | Layout::AdkLegacyV0 => match access {
+            Access::Write => AdkStore::open_with(db, options),
+            Access::Read => AdkStore::open_read_only(db, read),
+        }
+        .map(|s| ExistingStore::Adk(Arc::new(s)))
+        .map_err(database),
+        Layout::Native => match access {
+            Access::Write => open_store(db).map(ExistingStore::Native),
+            Access::Read => SqliteStore::open_read_only(db, read)
+                .map(|s| ExistingStore::Native(Arc::new(s)))
+                .map_err(database),
+        },
         // Reading commands never write: an empty file is not turned into a store.
         layout => Err(CliError::Database(format!(
             "{}: not a session database (it is {}); `compaction replay --db` creates one",
@@ -415,16 +442,13 @@ async fn replay_turns(
             ))
         })?
         .with_span_config(span_config);
-    let mut out = std::io::stdout().lock();
+    let mut out = Output::new(std::io::stdout().lock());
     let banner = wiring.banner();
     if json {
-        emit(
-            &mut out,
-            &serde_json::json!({ "banner": banner }).to_string(),
-        )?;
+        out.json(&serde_json::json!({ "banner": banner }).to_string());
     } else {
-        emit(&mut out, &banner)?;
-        emit(&mut out, &render::table_header())?;
+        out.line(&banner);
+        out.line(&render::table_header());
     }
     let progress = std::io::stderr().is_terminal() && !std::io::stdout().is_terminal();
     let mut last: Option<TurnRecord> = None;
@@ -432,42 +456,59 @@ async fn replay_turns(
         if progress {
             eprint!("\rreplaying turn {}/{}", i + 1, turns.len());
         }
-        let record = replay.turn(turn).await.map_err(|e| {
-            if progress {
-                // End the progress line so that the error starts on its own.
-                eprintln!();
+        let record = match replay.turn(turn).await {
+            Ok(record) => record,
+            Err(e) => {
+                if progress {
+                    // End the progress line so that the error starts on its own.
+                    eprintln!();
+                }
+                // The session cannot be finished (the store failed, e.g. a full disk): roll
+                // it back so that its id can be used again, and say whether that worked.
+                let doomed = key.clone();
+                let rolled_back = match store
+                    .spawn_blocking(move |s| s.delete_session(&doomed))
+                    .await
+                {
+                    Ok(_) => {
+                        format!("session {key} was rolled back (deleted); its id can be used again")
+                    }
+                    Err(d) => format!(
+                        "session {key} could not be rolled back ({d}); it holds the turns before turn {}",
+                        i + 1
+                    ),
+                };
+                return Err(CliError::Database(format!(
+                    "turn {} of {}: {e}; {rolled_back}",
+                    i + 1,
+                    turns.len()
+                )));
             }
-            CliError::Database(e.to_string())
-        })?;
+        };
         if json {
-            emit(
-                &mut out,
-                &serde_json::to_string(&record).map_err(|e| CliError::Other(e.to_string()))?,
-            )?;
+            out.json(&serde_json::to_string(&record).map_err(|e| CliError::Other(e.to_string()))?);
         } else {
-            emit(&mut out, &render::table_row(&record))?;
+            out.line(&render::table_row(&record));
         }
         last = Some(record);
     }
     if progress {
         eprintln!();
     }
-    let context = store
-        .load_context(&key)
-        .await
-        .map_err(|e| CliError::Database(e.to_string()))?;
     let compactions = store
         .compaction_history(&key)
         .await
         .map_err(|e| CliError::Database(e.to_string()))?;
     if !json {
-        emit(&mut out, "\nFinal assembled context for the next turn:")?;
-        emit(&mut out, render::context(&context, 400).trim_end())?;
-        emit(&mut out, "\nCompaction history:")?;
-        emit(
-            &mut out,
-            render::compaction_history(&compactions).trim_end(),
-        )?;
+        // Only the text output shows the context; an uncompacted one is the whole session.
+        let context = store
+            .load_context(&key)
+            .await
+            .map_err(|e| CliError::Database(e.to_string()))?;
+        out.line("\nFinal assembled context for the next turn:");
+        out.line(render::context(&context, 400).trim_end());
+        out.line("\nCompaction history:");
+        out.line(render::compaction_history(&compactions).trim_end());
     }
     let compactions = compactions.len();
     if last.is_some() {
@@ -482,38 +523,83 @@ async fn replay_turns(
             100.0 * saved as f64 / without as f64
         };
         if json {
-            emit(
-                &mut out,
-                &serde_json::json!({ "turns": turns.len(), "compactions": compactions, "next_prompt_tokens_without": without, "next_prompt_tokens_with": with, "tokens_saved": saved, "session": key.to_string(), "db": kept.as_deref().map(wiring::shown) }).to_string(),
-            )?;
+            out.json(&serde_json::json!({ "turns": turns.len(), "compactions": compactions, "next_prompt_tokens_without": without, "next_prompt_tokens_with": with, "tokens_saved": saved, "session": key.to_string(), "db": kept.as_deref().map(wiring::shown) }).to_string());
         } else {
-            emit(
-                &mut out,
-                &format!(
-                    "\n{} turns, {compactions} compactions. Next prompt: {without} tokens without compaction, {with} with: {saved} tokens saved ({pct:.0}%).",
-                    turns.len()
-                ),
-            )?;
+            out.line(&format!(
+                "\n{} turns, {compactions} compactions. Next prompt: {without} tokens without compaction, {with} with: {saved} tokens saved ({pct:.0}%).",
+                turns.len()
+            ));
             if let Some(path) = &kept {
-                emit(
-                    &mut out,
-                    &format!(
-                        "Session {key} is kept in {}; to see it again: compaction inspect --db {} --app {} --user {} --session {}",
-                        wiring::shown(path),
-                        render::shell_word(&wiring::shown(path)),
-                        render::shell_word(&key.app_name),
-                        render::shell_word(&key.user_id),
-                        render::shell_word(&key.session_id),
-                    ),
-                )?;
+                out.line(&format!(
+                    "Session {key} is kept in {}; to see it again: compaction inspect --db {} --app {} --user {} --session {}",
+                    wiring::shown(path),
+                    render::shell_word(&wiring::shown(path)),
+                    render::shell_word(&key.app_name),
+                    render::shell_word(&key.user_id),
+                    render::shell_word(&key.session_id),
+                ));
             }
         }
     }
     drop(guard);
+    if let Some(e) = out.failure() {
+        // The output is lost, not the work: the session was finished.
+        return Err(CliError::Other(format!(
+            "cannot write output: {e}; the replay went on without it and finished session {key} \
+             ({} turns, {compactions} compactions stored{})",
+            turns.len(),
+            kept.as_deref()
+                .map(|p| format!(" in {}", wiring::shown(p)))
+                .unwrap_or_default()
+        )));
+    }
     Ok(())
 }
 
+/// Standard output that may fail (a closed pipe, a full disk): the first failure is kept and
+/// later lines are dropped, so that a replay still finishes its session and says so.
+struct Output<W: Write> {
+    out: W,
+    failed: Option<std::io::Error>,
+}
+
+impl<W: Write> Output<W> {
+    fn new(out: W) -> Self {
+        Output { out, failed: None }
+    }
+
+    /// Writes one line for a person ([`emit`]); never fails, see [`Output::failure`].
+    fn line(&mut self, line: &str) {
+        self.raw(&render::for_terminal(line));
+    }
+
+    /// Writes one JSON line exactly.
+    fn json(&mut self, line: &str) {
+        self.raw(line);
+    }
+
+    fn raw(&mut self, line: &str) {
+        if self.failed.is_none()
+            && let Err(e) = writeln!(self.out, "{line}").and_then(|()| self.out.flush())
+        {
+            self.failed = Some(e);
+        }
+    }
+
+    /// The first write failure, if any.
+    fn failure(&self) -> Option<&std::io::Error> {
+        self.failed.as_ref()
+    }
+}
+
+/// Writes one line for a person: control characters and bidirectional-text controls in it are
+/// shown escaped ([`render::for_terminal`]), so session text cannot drive the terminal.
 fn emit(out: &mut impl Write, line: &str) -> Result<(), CliError> {
+    emit_json(out, &render::for_terminal(line))
+}
+
+/// Writes one line exactly as given (JSON records: serde_json already escapes what JSON must).
+fn emit_json(out: &mut impl Write, line: &str) -> Result<(), CliError> {
     writeln!(out, "{line}").map_err(|e| CliError::Other(format!("cannot write output: {e}")))
 }
 
@@ -529,7 +615,7 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
         run.decision.as_deref(),
         run.summarizer.as_deref(),
     )?;
-    let store = open_existing(&db)?;
+    let store = open_existing(&db, Access::Write)?;
     let (telemetry, guard, _) = wiring::telemetry(run.otlp.request().map_err(CliError::Other)?)?;
     init_logging(guard.as_ref());
     let engine = build_engine(
@@ -561,7 +647,7 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
             "detail": summary.detail,
             "warnings": warnings,
         });
-        emit(&mut out, &record.to_string())?;
+        emit_json(&mut out, &record.to_string())?;
     } else {
         emit(&mut out, &wiring.banner())?;
         let p = probability.map_or_else(|| "-".to_owned(), |p| format!("{p:.2}"));
@@ -603,12 +689,15 @@ fn scope_warnings(store: &ExistingStore, key: &SessionKey) -> Vec<String> {
     }
 }
 
-fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
+fn inspect(target: &SessionArgs, db: PathBuf, check: bool) -> Result<(), CliError> {
     if !db.exists() {
         return Err(CliError::Database(format!(
             "{}: no such database file",
             wiring::shown(&db)
         )));
+    }
+    if check {
+        session_store::check_integrity(&db).map_err(|e| CliError::Database(e.to_string()))?;
     }
     let key = SessionKey::new(
         target.app.clone(),
@@ -617,7 +706,7 @@ fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
     );
     let database = |e: session_store::SessionStoreError| CliError::Database(e.to_string());
     // (events, revision, the view's compactions, the context)
-    let (events, revision, compactions, context) = match open_existing(&db)? {
+    let (events, revision, compactions, context) = match open_existing(&db, Access::Read)? {
         ExistingStore::Native(store) => {
             // `inspect` runs no engine: the synchronous store serves it directly.
             let store = store.blocking();
@@ -647,6 +736,12 @@ fn inspect(target: &SessionArgs, db: PathBuf) -> Result<(), CliError> {
         }
     };
     let mut out = std::io::stdout().lock();
+    if check {
+        emit(
+            &mut out,
+            &format!("{}: integrity check: ok", wiring::shown(&db)),
+        )?;
+    }
     emit(
         &mut out,
         &format!("session {key}: {events} events, revision {revision}"),
@@ -676,7 +771,7 @@ fn recorded_decisions(
         target.user.clone(),
         target.session.clone(),
     );
-    let store = match open_existing(db)? {
+    let store = match open_existing(db, Access::Read)? {
         ExistingStore::Native(store) => store,
         ExistingStore::Adk(_) => {
             return Err(CliError::Database(format!(

@@ -1,10 +1,39 @@
 //! What the binary shows a person: the per-turn table, the context, the compaction history.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use compaction_core::{AssembledContext, CompactionEntry, ContextEntry, Timestamp};
 
 use cli::replay::TurnRecord;
+
+/// `text` made safe to print on a terminal: every control character but newline and tab (C0,
+/// DEL, C1: ESC, BEL, NUL, carriage return…) and every bidirectional-text control (U+202E
+/// and friends, which reorder what the reader sees) is shown as a Rust-style escape
+/// (`\u{1b}`). Everything else, including a backslash, is kept as is.
+pub(crate) fn for_terminal(text: &str) -> Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(
+                c,
+                '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}'
+            )
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c)
+    }
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
 
 /// The table header.
 pub(crate) fn table_header() -> String {
@@ -161,6 +190,16 @@ mod tests {
 
     fn at(seconds: f64) -> String {
         utc(Timestamp::new(seconds).expect("valid"))
+    }
+
+    #[test]
+    fn control_and_bidi_characters_are_shown_escaped() {
+        assert_eq!(for_terminal("plain\ttext\nnext"), "plain\ttext\nnext");
+        assert_eq!(
+            for_terminal("a\u{1b}]0;owned\u{7}b\u{0}c\rd\u{202e}e\u{9b}f"),
+            "a\\u{1b}]0;owned\\u{7}b\\u{0}c\\u{d}d\\u{202e}e\\u{9b}f"
+        );
+        assert!(matches!(for_terminal("ok"), Cow::Borrowed("ok")));
     }
 
     #[test]

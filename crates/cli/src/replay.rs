@@ -65,7 +65,8 @@ pub struct TurnRecord {
 /// (see the module docs).
 #[derive(Debug, Default, Clone, PartialEq)]
 struct PromptLedger {
-    /// The settled cost of each turn, oldest first.
+    /// The settled costs of the turns, summed: entry `i` is what the first `i + 1` turns cost
+    /// (prefix sums, so that the cost of the first `n` turns is one lookup).
     costs: Vec<u64>,
     /// The estimate of the latest turn when it reported `prompt_tokens`: its cost is the growth
     /// to the next turn's figure if that one reports too, otherwise this estimate.
@@ -84,14 +85,16 @@ impl PromptLedger {
                 if self.pending.take().is_some()
                     && let Some(previous) = self.latest
                 {
-                    self.costs.push(reported.saturating_sub(previous));
+                    self.settle(reported.saturating_sub(previous));
                 }
                 self.pending = Some(estimated);
                 reported
             }
             None => {
-                self.costs.extend(self.pending.take());
-                self.costs.push(estimated);
+                if let Some(pending) = self.pending.take() {
+                    self.settle(pending);
+                }
+                self.settle(estimated);
                 self.latest
                     .unwrap_or(PROMPT_OVERHEAD_TOKENS)
                     .saturating_add(estimated)
@@ -101,14 +104,21 @@ impl PromptLedger {
         without
     }
 
+    /// Settles the next turn's cost.
+    fn settle(&mut self, cost: u64) {
+        let total = self.costs.last().copied().unwrap_or(0).saturating_add(cost);
+        self.costs.push(total);
+    }
+
     /// What the first `turns` turns cost the prompt (the latest turn's estimate standing in
-    /// for its cost while that is not settled).
+    /// for its cost while that is not settled). One lookup, whatever `turns` is.
     fn cost_of_first(&self, turns: usize) -> u64 {
-        self.costs
-            .iter()
-            .chain(&self.pending)
-            .take(turns)
-            .fold(0, |sum, cost| sum.saturating_add(*cost))
+        let settled = turns.min(self.costs.len());
+        let sum = settled.checked_sub(1).map_or(0, |last| self.costs[last]);
+        match self.pending {
+            Some(pending) if turns > settled => sum.saturating_add(pending),
+            _ => sum,
+        }
     }
 
     /// The latest turn's figure without compaction.
@@ -130,12 +140,24 @@ pub struct Replay<S: SessionStore> {
     research: Vec<(usize, Value)>,
     /// The prompt figures without compaction and what each turn costs.
     ledger: PromptLedger,
-    /// The timestamp of each turn's last event, oldest first.
+    /// The timestamp of each turn's last event, oldest first (increasing: the clock is
+    /// monotonic), so the turns a summary covers are found by binary search.
     turn_last_timestamps: Vec<compaction_core::Timestamp>,
+    /// The live compaction, as this replay appended it: the replay is the session's only
+    /// writer and never rewinds, so it need not read the context back after every turn.
+    live: Option<compaction_core::EventCompaction>,
     turns: usize,
     /// What each turn's span records (`telemetry::turn_span`).
     span_config: TelemetryConfig,
 }
+
+/// How many of the latest turns' `RESEARCH_TURN_HISTORY` entries the replay keeps in the
+/// session state. The decision state shows at most
+/// [`compaction_core::state::DEFAULT_STATE_BUDGET_TOKENS`] (500) tokens of recent turns, and a
+/// rendered turn is never under six tokens, so no probe reads further back than about 85
+/// turns; older entries only made each research turn's `state_delta` (and so the replay)
+/// grow with the session.
+pub const RESEARCH_WINDOW_TURNS: usize = 96;
 
 /// A replay failure that stops the run (the store could not be written).
 #[derive(Debug, thiserror::Error)]
@@ -166,6 +188,7 @@ impl<S: SessionStore> Replay<S> {
             research: Vec::new(),
             ledger: PromptLedger::default(),
             turn_last_timestamps: Vec::new(),
+            live: None,
             turns: 0,
             span_config: TelemetryConfig::default(),
         })
@@ -193,7 +216,12 @@ impl<S: SessionStore> Replay<S> {
         // older entries are dropped so that the state (written whole in each research turn's
         // `state_delta`, as ADK does) stays as small as the live tail.
         let covered_turns = covered.map_or(0, |c| c.turns);
-        self.research.retain(|(index, _)| *index >= covered_turns);
+        let window_start = (n - 1).saturating_sub(RESEARCH_WINDOW_TURNS - 1);
+        let keep_from = covered_turns.max(window_start);
+        let stale = self
+            .research
+            .partition_point(|(index, _)| *index < keep_from);
+        self.research.drain(..stale);
         let mut events = self.turn_events(turn, &invocation);
         let estimated: u64 = events
             .iter()
@@ -233,6 +261,9 @@ impl<S: SessionStore> Replay<S> {
             .await;
         if let Some(c) = outcome.compaction() {
             self.revision = c.revision;
+            if let Some(compaction) = c.event.compaction() {
+                self.live = Some(compaction.clone());
+            }
         }
         // The model failures fail open; a store that cannot be read or written stops the run.
         if let Outcome::StoreFailed { failure } = &outcome {
@@ -254,18 +285,14 @@ impl<S: SessionStore> Replay<S> {
     /// What the live summary stands in for: how many of the replayed turns it covers and its
     /// estimated tokens; `None` before the first compaction.
     async fn live_coverage(&self) -> Result<Option<Coverage>, ReplayError> {
-        let context = self
-            .store
-            .load_context(&self.key)
-            .await
-            .map_err(|e| ReplayError(e.to_string()))?;
-        Ok(context.summary().map(|summary| Coverage {
-            turns: self
-                .turn_last_timestamps
-                .iter()
-                .filter(|ts| summary.compaction.covers(**ts))
-                .count(),
-            summary_tokens: CharsPerToken.estimate(&summary.compaction.summary_text()) as u64,
+        Ok(self.live.as_ref().map(|compaction| {
+            let ts = &self.turn_last_timestamps;
+            let first = ts.partition_point(|t| *t < compaction.start_timestamp);
+            let past = ts.partition_point(|t| *t <= compaction.end_timestamp);
+            Coverage {
+                turns: past.saturating_sub(first),
+                summary_tokens: CharsPerToken.estimate(&compaction.summary_text()) as u64,
+            }
         }))
     }
 
@@ -448,12 +475,13 @@ mod tests {
     fn mixed_transcripts_stay_in_step() {
         let (l, figures) = ledger(&[(Some(41_000), 100), (None, 60), (Some(45_000), 70)]);
         assert_eq!(figures, [41_000, 41_060, 45_000]);
-        // Turn 1 reported, turn 2 did not: turn 1 costs its estimate; turn 2 its estimate.
-        assert_eq!(l.costs, [100, 60]);
+        // Turn 1 reported, turn 2 did not: turn 1 costs its estimate; turn 2 its estimate
+        // (`costs` holds their running sums).
+        assert_eq!(l.costs, [100, 100 + 60]);
         assert_eq!(l.cost_of_first(3), 100 + 60 + 70);
         let (l, figures) = ledger(&[(None, 100), (Some(30_000), 60), (Some(31_000), 70)]);
         assert_eq!(figures, [2_100, 30_000, 31_000]);
-        assert_eq!(l.costs, [100, 1_000]);
+        assert_eq!(l.costs, [100, 100 + 1_000]);
     }
 
     #[test]

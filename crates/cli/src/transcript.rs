@@ -19,7 +19,8 @@
 //!   for turns the live summary does not cover yet: older entries are dropped, so the state
 //!   stays bounded however long the transcript).
 //!
-//! Blank lines are skipped. Unknown fields are refused, so a typo is reported, not ignored.
+//! Blank lines are skipped. Unknown fields and a field named twice on one line are refused, so
+//! a typo is reported, not ignored.
 
 use std::io::BufRead;
 
@@ -118,7 +119,10 @@ pub fn parse(
             line: i + 1,
             reason,
         };
-        let value: Value = serde_json::from_str(&line).map_err(|e| bad_line(describe(&e)))?;
+        // A key named twice is a typo to report, not "last one wins".
+        let value: Value = config_ssot::reject_duplicate_keys(line.as_bytes())
+            .and_then(|()| serde_json::from_str(&line))
+            .map_err(|e| bad_line(describe(&e)))?;
         check_fields(&value).map_err(bad_line)?;
         let turn: TranscriptTurn =
             serde_json::from_value(value).map_err(|e| bad_line(describe(&e)))?;
@@ -211,6 +215,16 @@ fn kind(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_field_named_twice_is_refused_naming_field_and_line() {
+        let text = "{\"user\": \"q\", \"assistant\": \"a\"}\n{\"user\": \"q\", \"assistant\": \"a\", \"user\": \"other\"}";
+        let err = parse("t.jsonl", text.as_bytes()).unwrap_err().to_string();
+        assert!(
+            err.starts_with("t.jsonl:2: duplicate key \"user\""),
+            "{err}"
+        );
+    }
 
     #[test]
     fn names_the_line_and_the_field() {

@@ -81,7 +81,7 @@ pub(crate) fn wire(
             );
             (Settings::default(), raw, "spec defaults (demo)".to_owned())
         }
-        ConfigSource::Resolve(explicit) => match load_config(explicit)? {
+        ConfigSource::Resolve(explicit) => match load_config(explicit, &mut warnings)? {
             Some(file) => {
                 for (key, meant) in file.unknown_setting_keys() {
                     warnings.push(format!(
@@ -158,10 +158,16 @@ fn adapter_configs(
     ))
 }
 
-/// `--config PATH` is loaded and must exist (a read command never creates a file, and a typo
+/// `--config PATH` is read and must exist (a reading command never creates a file, and a typo
 /// is reported, not replaced by defaults); without it the default location is used only when
-/// a file already exists there.
-fn load_config(explicit: Option<PathBuf>) -> Result<Option<ConfigFile>, CliError> {
+/// a file already exists there. The file is never written: missing keys take their defaults
+/// in memory (only `compaction config show` and `config set` backfill the file). A writer
+/// holding the settings lock is waited for at most [`config_ssot::READ_LOCK_WAIT`], saying so
+/// on stderr; past that the file is read without the lock and the banner says so.
+fn load_config(
+    explicit: Option<PathBuf>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<ConfigFile>, CliError> {
     let had_explicit = explicit.is_some();
     let path = ConfigPath::from_env(explicit).map_err(|e| CliError::Config(e.to_string()))?;
     if !path.file().exists() {
@@ -174,11 +180,24 @@ fn load_config(explicit: Option<PathBuf>) -> Result<Option<ConfigFile>, CliError
         }
         return Ok(None);
     }
-    let store = ConfigStore::open(path);
-    store
-        .load()
-        .map(Some)
-        .map_err(|e| CliError::Config(e.to_string()))
+    let wait = config_ssot::READ_LOCK_WAIT;
+    let read = ConfigStore::open(path)
+        .read(wait, |lock| {
+            eprintln!(
+                "waiting up to {} s for the settings lock {} (another process is changing the settings)",
+                wait.as_secs(),
+                crate::render::for_terminal(&shown(lock))
+            );
+        })
+        .map_err(|e| CliError::Config(e.to_string()))?;
+    if let Some(lock) = read.lock_timed_out {
+        warnings.push(format!(
+            "the settings lock {} was held for more than {} s; the settings were read without it",
+            shown(&lock),
+            wait.as_secs()
+        ));
+    }
+    Ok(Some(read.file))
 }
 
 /// Sets one of the adapters' keys (`decision_adapter`, `summarizer_base_url`, …) in the

@@ -289,7 +289,9 @@ impl CompactionPlan {
 
     /// The compaction event ADK honours: author `user`, a fresh invocation id, no content,
     /// `actions.compaction` with the range and the summary as a `model` message;
-    /// engine-private facts in `custom_metadata`.
+    /// engine-private facts in `custom_metadata`. Key-shaped tokens in the summary are
+    /// replaced by [`crate::scrub::REDACTED`] first ([`crate::scrub::scrub`]): a summary that quotes
+    /// an `Authorization` header must not store the key.
     pub fn compaction_event(
         &self,
         summary: &str,
@@ -303,7 +305,7 @@ impl CompactionPlan {
             compaction: Some(EventCompaction {
                 start_timestamp: self.start_timestamp,
                 end_timestamp: self.end_timestamp,
-                compacted_content: Content::model_text(summary),
+                compacted_content: Content::model_text(crate::scrub::scrub(summary)),
             }),
             ..Actions::default()
         };
@@ -319,6 +321,43 @@ impl CompactionPlan {
 mod tests {
     use super::*;
     use crate::event::{Content, FunctionCall, Part};
+
+    /// Issue 20 item 5: a summary that quotes an `Authorization` header or a provider key is
+    /// stored with the key replaced; ordinary prose, DOIs and numbers are kept.
+    #[test]
+    fn key_shaped_tokens_are_scrubbed_from_the_stored_summary() {
+        let secret = "sk-or-v1-0123456789abcdef0123456789abcdef";
+        let summary = format!(
+            "The user pasted `Authorization: Bearer {secret}` and a Groq key gsk_ABCDEFGHIJKLMNOPQRST. \
+             Another header: Authorization: tok_1234567890. Findings: SEI growth of 12.5 mAh/g \
+             (doi:10.1000/e2e.7), see sk-ewer and the bearer of news; Bearer instruments."
+        );
+        let mut f = crate::testing::EventFactory::new();
+        let events: Vec<Event> = (0..3)
+            .flat_map(|i| f.conversational_turn(&format!("i{i}"), "q", "a"))
+            .collect();
+        let plan = plan_compaction(&events, 1).expect("a plan");
+        let now = events.last().expect("events").timestamp;
+        let event = plan.compaction_event(&summary, "c1".into(), "ic".into(), now, Map::new());
+        let scrubbed = event.compaction().expect("a compaction").summary_text();
+        assert!(!scrubbed.contains("0123456789abcdef"), "{scrubbed}");
+        assert!(!scrubbed.contains("ABCDEFGHIJ"), "{scrubbed}");
+        assert!(!scrubbed.contains("tok_1234567890"), "{scrubbed}");
+        assert_eq!(
+            scrubbed.matches(crate::scrub::REDACTED).count(),
+            3,
+            "{scrubbed}"
+        );
+        for kept in [
+            "12.5 mAh/g",
+            "doi:10.1000/e2e.7",
+            "sk-ewer",
+            "the bearer of news",
+            "Bearer instruments",
+        ] {
+            assert!(scrubbed.contains(kept), "{kept}: {scrubbed}");
+        }
+    }
     use serde_json::json;
 
     #[test]

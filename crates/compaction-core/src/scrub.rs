@@ -99,13 +99,20 @@ fn secret_at(bytes: &[u8], i: usize) -> Option<(usize, usize)> {
             }
         }
     }
-    const BEARER: &[u8] = b"bearer";
-    if rest.len() > BEARER.len() && rest[..BEARER.len()].eq_ignore_ascii_case(BEARER) {
-        let spaces = run_end(bytes, i + BEARER.len(), |b| b == b' ');
-        if spaces > i + BEARER.len() {
-            let end = run_end(bytes, spaces, is_bearer_byte);
-            if end - spaces >= MIN_BEARER {
-                return Some((spaces, end));
+    // `Bearer TOKEN` and `Authorization: TOKEN` (a summary or an error may quote the header);
+    // a credential has letters and digits, so prose ("Bearer instruments") is kept.
+    for (word, min_gap) in [(&b"bearer"[..], 1), (&b"authorization:"[..], 0)] {
+        if rest.len() > word.len() && rest[..word.len()].eq_ignore_ascii_case(word) {
+            let spaces = run_end(bytes, i + word.len(), |b| b == b' ');
+            if spaces >= i + word.len() + min_gap {
+                let end = run_end(bytes, spaces, is_bearer_byte);
+                let token = &bytes[spaces..end];
+                let credential = token.len() >= MIN_BEARER
+                    && token.iter().any(u8::is_ascii_digit)
+                    && token.iter().any(u8::is_ascii_alphabetic);
+                if credential {
+                    return Some((spaces, end));
+                }
             }
         }
     }

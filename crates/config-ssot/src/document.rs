@@ -153,6 +153,9 @@ pub enum Origin {
     Read,
     /// Read from disk; missing keys were backfilled and written.
     Backfilled,
+    /// Read from disk by [`crate::ConfigStore::read`]; missing keys took their defaults in
+    /// memory only (a read never writes).
+    ReadWithDefaults,
     /// The file did not exist and was created with the defaults.
     Created,
     /// Written by an update.
@@ -301,23 +304,25 @@ pub(crate) fn render(map: &Map<String, Value>) -> Vec<u8> {
 /// compaction-core's rules. Missing spec keys are appended with their defaults in spec order
 /// and listed in `backfilled`.
 pub(crate) fn parse(path: &Path, bytes: &[u8], origin: Origin) -> Result<ConfigFile, ConfigError> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        // serde_json's message ends with its own " at line L column C"; the error says it once.
-        let full = e.to_string();
-        let position = format!(" at line {} column {}", e.line(), e.column());
-        let mut message = full.strip_suffix(&position).unwrap_or(&full).to_owned();
-        if bytes.starts_with(b"\xEF\xBB\xBF") {
-            message.push_str(
-                " (the file starts with a UTF-8 byte order mark; save it as UTF-8 without BOM)",
-            );
-        }
-        ConfigError::Syntax {
-            path: path.to_owned(),
-            line: e.line(),
-            column: e.column(),
-            message,
-        }
-    })?;
+    let value: Value = crate::strict_json::reject_duplicate_keys(bytes)
+        .and_then(|()| serde_json::from_slice(bytes))
+        .map_err(|e| {
+            // serde_json's message ends with its own " at line L column C"; the error says it once.
+            let full = e.to_string();
+            let position = format!(" at line {} column {}", e.line(), e.column());
+            let mut message = full.strip_suffix(&position).unwrap_or(&full).to_owned();
+            if bytes.starts_with(b"\xEF\xBB\xBF") {
+                message.push_str(
+                    " (the file starts with a UTF-8 byte order mark; save it as UTF-8 without BOM)",
+                );
+            }
+            ConfigError::Syntax {
+                path: path.to_owned(),
+                line: e.line(),
+                column: e.column(),
+                message,
+            }
+        })?;
     let Value::Object(map) = value else {
         return Err(ConfigError::NotAnObject {
             path: path.to_owned(),

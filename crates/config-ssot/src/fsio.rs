@@ -5,6 +5,9 @@
 //! `zocrates_config.json.lock` and never deletes that file; std's `File::lock` is `flock(fd,
 //! LOCK_EX)` on Linux and macOS, so the two exclude each other (the cross-language test checks
 //! this). On Windows both take `LockFileEx`-style byte-range locks on the same file.
+//!
+//! A settings file named through a symbolic link is locked by the resolved file's lock too
+//! (see [`crate::ConfigPath::lock_files`] for the order and what a Python writer must name).
 
 use std::fs::{File, OpenOptions, Permissions};
 use std::io::{ErrorKind, Read, Write};
@@ -84,8 +87,68 @@ pub(crate) fn lock_exclusive(path: &Path) -> Result<LockGuard, ConfigError> {
     Ok(LockGuard { _file: file })
 }
 
+/// Takes every lock in `paths`, in order ([`crate::ConfigPath::lock_files`]); all are
+/// released when the guards drop.
+pub(crate) fn lock_all_exclusive(paths: &[PathBuf]) -> Result<Vec<LockGuard>, ConfigError> {
+    paths.iter().map(|p| lock_exclusive(p)).collect()
+}
+
+/// Takes every lock in `paths` shared, in order (a reader's [`lock_all_exclusive`]).
+pub(crate) fn lock_all_shared(paths: &[PathBuf]) -> Result<Vec<LockGuard>, ConfigError> {
+    paths.iter().map(|p| lock_shared(p)).collect()
+}
+
+/// How a reader's attempt on the lock files ended.
+#[derive(Debug)]
+pub(crate) enum ReadLock {
+    /// Every lock file that exists is held shared (until this value is dropped).
+    Held(#[allow(dead_code, reason = "held for its Drop")] Vec<LockGuard>),
+    /// A lock file could not be opened (none exists yet, or it is not readable): the read goes
+    /// ahead without it. Writers replace the file atomically, so a lock-free read still sees
+    /// whole contents.
+    Unavailable,
+    /// Another process held a lock for longer than the bound.
+    TimedOut(PathBuf),
+}
+
+/// Takes every existing lock file in `paths` shared, never creating one, waiting at most
+/// `max_wait` in all; `waiting` is called once, with the lock file, if a writer holds one.
+pub(crate) fn try_lock_all_shared(
+    paths: &[PathBuf],
+    max_wait: std::time::Duration,
+    mut waiting: impl FnMut(&Path),
+) -> ReadLock {
+    let deadline = std::time::Instant::now() + max_wait;
+    let mut told = false;
+    let mut guards = Vec::new();
+    for path in paths {
+        let Ok(file) = File::open(path) else {
+            return ReadLock::Unavailable;
+        };
+        loop {
+            match file.try_lock_shared() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    if !told {
+                        waiting(path);
+                        told = true;
+                    }
+                    if std::time::Instant::now() >= deadline {
+                        return ReadLock::TimedOut(path.clone());
+                    }
+                    // Polling: std has no timed lock; 20 ms keeps a waiting reader cheap.
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(std::fs::TryLockError::Error(_)) => return ReadLock::Unavailable,
+            }
+        }
+        guards.push(LockGuard { _file: file });
+    }
+    ReadLock::Held(guards)
+}
+
 /// Takes a shared lock (readers only, excludes every writer), blocking.
-pub(crate) fn lock_shared(path: &Path) -> Result<LockGuard, ConfigError> {
+fn lock_shared(path: &Path) -> Result<LockGuard, ConfigError> {
     let file = open_lock(path)?;
     file.lock_shared()
         .map_err(|e| io_error(path, "lock the lock file", e))?;
@@ -162,6 +225,7 @@ pub(crate) fn replace_atomically(
         _ => path.to_owned(),
     };
     let path = target.as_path();
+    remove_stale_temp_files(path);
     let tmp = temp_path(path);
     let result = write_then_rename(path, &tmp, bytes, keep);
     if result.is_err() {
@@ -169,6 +233,41 @@ pub(crate) fn replace_atomically(
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Removes the temporary files a killed writer of `path` left behind
+/// (`.<name>.<pid>.<n>.tmp`). The caller holds the exclusive lock, which every writer of this
+/// file holds while its temporary file exists, so any such file is stale. Best effort: a file
+/// that cannot be removed is left (it is never read).
+fn remove_stale_temp_files(path: &Path) {
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return;
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!(".{name}.");
+    for entry in entries.filter_map(Result::ok) {
+        let file_name = entry.file_name();
+        let file_name = file_name.to_string_lossy();
+        let is_ours = file_name
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(".tmp"))
+            .and_then(|rest| rest.split_once('.'))
+            .is_some_and(|(pid, n)| {
+                !pid.is_empty()
+                    && !n.is_empty()
+                    && pid.bytes().all(|b| b.is_ascii_digit())
+                    && n.bytes().all(|b| b.is_ascii_digit())
+            });
+        if is_ours {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 fn write_then_rename(

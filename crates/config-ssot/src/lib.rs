@@ -46,6 +46,7 @@ mod error;
 mod fsio;
 mod path;
 mod store;
+mod strict_json;
 mod watch;
 
 pub use compaction_core::settings::KEYS;
@@ -53,5 +54,6 @@ pub use document::{ConfigFile, Origin};
 pub use error::ConfigError;
 pub use fsio::MAX_FILE_BYTES;
 pub use path::{ConfigPath, DATA_SUBDIR, FILE_NAME, LOCK_SUFFIX, ZOTERO_DATA_DIR};
-pub use store::{ConfigStore, Loaded};
+pub use store::{ConfigStore, Loaded, READ_LOCK_WAIT};
+pub use strict_json::reject_duplicate_keys;
 pub use watch::{DEFAULT_POLL_INTERVAL, WatchEvent, WatchHandle, Watcher};

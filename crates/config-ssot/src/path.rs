@@ -82,6 +82,39 @@ impl ConfigPath {
         PathBuf::from(name)
     }
 
+    /// The file a write replaces: the file itself, or, when the name given is a symbolic link
+    /// (a dotfiles setup), the file the link resolves to. A dangling link is returned as is
+    /// (writing through it then fails naming it).
+    pub fn resolved_file(&self) -> PathBuf {
+        match std::fs::symlink_metadata(&self.file) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                std::fs::canonicalize(&self.file).unwrap_or_else(|_| self.file.clone())
+            }
+            _ => self.file.clone(),
+        }
+    }
+
+    /// The lock files an operation takes, in this order: the sibling of the name given
+    /// ([`ConfigPath::lock_file`]) and, when that name is a symbolic link, the sibling of the
+    /// file it resolves to. Every process that writes the real file, by whatever name, takes
+    /// the resolved file's lock last, so writers through a link and through the real path
+    /// exclude each other (issue 20 item 1), and the fixed order cannot deadlock.
+    ///
+    /// Python compatibility: a Python writer holding `FileLock(path + ".lock")` excludes us
+    /// when `path` is the real file (its lock is our last one) or the same link name we were
+    /// given (its lock is our first one). A Python writer that names the file through a
+    /// *different* link than ours must lock `os.path.realpath(path) + ".lock"`.
+    pub fn lock_files(&self) -> Vec<PathBuf> {
+        let given = self.lock_file();
+        let resolved = self.resolved_file();
+        if resolved == self.file {
+            return vec![given];
+        }
+        let mut name = resolved.into_os_string();
+        name.push(LOCK_SUFFIX);
+        vec![given, PathBuf::from(name)]
+    }
+
     /// The directory holding the file (created on first load if missing).
     pub fn dir(&self) -> &Path {
         match self.file.parent() {

@@ -2,15 +2,32 @@
 //! and the fall-back-to-last-good API.
 
 use std::fs::Permissions;
+use std::path::Path;
+use std::time::Duration;
 
 use compaction_core::Settings;
 use compaction_core::settings::KEYS;
 use serde_json::{Map, Value};
 
 use crate::document::{self, ConfigFile, Origin, content_hash, render};
-use crate::fsio::{ensure_dir, lock_exclusive, read_bounded, replace_atomically};
+use crate::fsio::{
+    ReadLock, ensure_dir, lock_all_exclusive, read_bounded, replace_atomically, try_lock_all_shared,
+};
 use crate::watch::Watcher;
 use crate::{ConfigError, ConfigPath};
+
+/// How long [`ConfigStore::read`] waits by default for a writer that holds the lock.
+pub const READ_LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// What [`ConfigStore::read`] found, with how the lock went.
+#[derive(Debug)]
+pub struct Read {
+    /// The file's settings (missing keys hold their defaults, in memory only).
+    pub file: ConfigFile,
+    /// Set when the read went ahead without the lock because a writer held it past the bound:
+    /// the lock file. The contents are still whole (writers replace the file atomically).
+    pub lock_timed_out: Option<std::path::PathBuf>,
+}
 
 /// The settings file shared by the engine, the CLI and a preferences UI. Every operation takes
 /// the sibling lock (`zocrates_config.json.lock`) exclusively for its whole read-modify-write,
@@ -47,8 +64,47 @@ impl ConfigStore {
     /// no backfill is not written at all. On any error nothing is written.
     pub fn load(&self) -> Result<ConfigFile, ConfigError> {
         ensure_dir(self.path.dir())?;
-        let _lock = lock_exclusive(&self.path.lock_file())?;
+        let _lock = lock_all_exclusive(&self.path.lock_files())?;
         self.load_locked().map(|(file, _)| file)
+    }
+
+    /// Reads and validates the file without ever writing: nothing is created, and missing keys
+    /// take their defaults in memory only ([`Origin::ReadWithDefaults`]). For runs that only
+    /// use the settings (`compaction replay`, `evaluate`); [`ConfigStore::load`] is the one
+    /// that creates and backfills.
+    ///
+    /// The lock is taken shared only when it can be: a lock file that does not exist or cannot
+    /// be opened (a read-only directory) is skipped, and a writer holding it is waited for at
+    /// most `max_wait`, calling `waiting` once with the lock file first; past the bound the
+    /// read goes ahead and says so in [`Read::lock_timed_out`]. A missing file is an
+    /// [`ConfigError::Io`] error of kind `NotFound`.
+    pub fn read(
+        &self,
+        max_wait: Duration,
+        waiting: impl FnMut(&Path),
+    ) -> Result<Read, ConfigError> {
+        let lock = try_lock_all_shared(&self.path.lock_files(), max_wait, waiting);
+        let path = self.path.file();
+        let Some((bytes, _)) = read_bounded(path)? else {
+            return Err(ConfigError::Io {
+                path: path.to_owned(),
+                action: "read the settings file",
+                source: std::io::ErrorKind::NotFound.into(),
+            });
+        };
+        let file = document::parse(path, &bytes, Origin::Read)?;
+        let file = if file.backfilled().is_empty() {
+            file
+        } else {
+            file.with_origin(Origin::ReadWithDefaults)
+        };
+        Ok(Read {
+            file,
+            lock_timed_out: match lock {
+                ReadLock::TimedOut(path) => Some(path),
+                ReadLock::Held(_) | ReadLock::Unavailable => None,
+            },
+        })
     }
 
     /// [`ConfigStore::load`], but a bad file never stops the caller: it gets `last_good` (or the
@@ -122,7 +178,7 @@ impl ConfigStore {
         edit: impl FnOnce(&mut Map<String, Value>, &Settings) -> Result<(), ConfigError>,
     ) -> Result<ConfigFile, ConfigError> {
         ensure_dir(self.path.dir())?;
-        let _lock = lock_exclusive(&self.path.lock_file())?;
+        let _lock = lock_all_exclusive(&self.path.lock_files())?;
         let (current, permissions) = self.load_locked()?;
         let mut map = current.raw().clone();
         edit(&mut map, current.settings())?;

@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use crate::document::{self, ConfigFile, Origin, content_hash};
-use crate::fsio::{lock_shared, read_bounded};
+use crate::fsio::{lock_all_shared, read_bounded};
 use crate::{ConfigError, ConfigPath};
 
 /// The poll interval [`Watcher::spawn`] is meant to be used with.
@@ -118,7 +118,7 @@ impl Watcher {
 
         let mut observed = self.observe();
         if !matches!(observed, (_, Ok(_))) {
-            observed = match lock_shared(&self.path.lock_file()) {
+            observed = match lock_all_shared(&self.path.lock_files()) {
                 Ok(_lock) => self.observe(),
                 Err(e) => (Seen::Failed(e.to_string()), Err(e)),
             };

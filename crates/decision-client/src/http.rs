@@ -1,6 +1,8 @@
 //! HTTP plumbing shared by every remote adapter (the decision adapters here and the
 //! chat-completions summarizer in the `summarizer` crate): one JSON POST with a bearer key, a
-//! hard timeout, and status codes mapped to typed errors.
+//! hard timeout, a cap on the response body ([`DEFAULT_MAX_RESPONSE_BYTES`], set with
+//! [`JsonClient::with_max_response_bytes`] or [`MAX_RESPONSE_BYTES_ENV`]), and status codes
+//! mapped to typed errors.
 //!
 //! Secrets: an [`ApiKey`] only comes from the environment, its `Debug` and `Display` are
 //! redacted, and no error built here ever contains it. The config keys that name the key's
@@ -143,6 +145,27 @@ pub enum HttpError {
         /// What was wrong.
         reason: String,
     },
+    /// The answer was longer than the cap; reading stopped there.
+    #[error(
+        "{url}: the answer is larger than the {limit}-byte limit; stopped reading it (raise \
+         {MAX_RESPONSE_BYTES_ENV} if this host's answers really are that large)"
+    )]
+    TooLarge {
+        /// The endpoint.
+        url: String,
+        /// The cap in bytes.
+        limit: usize,
+    },
+    /// A setting of the HTTP client from the environment is malformed.
+    #[error("{variable} is {value:?}; expected {expected}")]
+    BadSetting {
+        /// The environment variable.
+        variable: &'static str,
+        /// Its value (at most 40 characters).
+        value: String,
+        /// The form expected.
+        expected: &'static str,
+    },
     /// Connection-level failure.
     #[error("{url}: transport error: {reason}")]
     Transport {
@@ -151,6 +174,33 @@ pub enum HttpError {
         /// What failed.
         reason: String,
     },
+}
+
+/// The largest response body read by default: 4 MiB. A decision reply is a few hundred bytes
+/// and a summary a few kilobytes, so only a broken or hostile host sends more.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+
+/// The environment variable that overrides [`DEFAULT_MAX_RESPONSE_BYTES`] for every remote
+/// model of the process (a positive number of bytes).
+pub const MAX_RESPONSE_BYTES_ENV: &str = "COMPACTION_MAX_RESPONSE_BYTES";
+
+/// The response cap from `lookup` ([`MAX_RESPONSE_BYTES_ENV`]), or the default when unset or
+/// blank; anything but a positive integer is an error naming the variable.
+pub fn max_response_bytes_from(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<usize, HttpError> {
+    match lookup(MAX_RESPONSE_BYTES_ENV) {
+        None => Ok(DEFAULT_MAX_RESPONSE_BYTES),
+        Some(v) if v.trim().is_empty() => Ok(DEFAULT_MAX_RESPONSE_BYTES),
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(HttpError::BadSetting {
+                variable: MAX_RESPONSE_BYTES_ENV,
+                value: v.chars().take(40).collect(),
+                expected: "a positive number of bytes, such as 4194304",
+            }),
+        },
+    }
 }
 
 impl HttpError {
@@ -165,15 +215,19 @@ impl HttpError {
             HttpError::RateLimited { .. } => FailureKind::HttpStatus(429),
             HttpError::Malformed { .. } => FailureKind::InvalidReply,
             HttpError::Transport { .. } => FailureKind::Transport,
+            HttpError::TooLarge { .. } => FailureKind::InvalidReply,
+            HttpError::BadSetting { .. } => FailureKind::Other,
         }
     }
 }
 
-/// A JSON-over-HTTP client with one timeout for the whole exchange.
+/// A JSON-over-HTTP client with one timeout for the whole exchange and a cap on the size of
+/// the answer.
 #[derive(Debug, Clone)]
 pub struct JsonClient {
     client: reqwest::Client,
     timeout: Duration,
+    max_response_bytes: usize,
 }
 
 /// A successful JSON response.
@@ -184,8 +238,11 @@ pub struct JsonResponse {
 }
 
 impl JsonClient {
-    /// A client whose every call fails with [`HttpError::Timeout`] after `timeout`.
+    /// A client whose every call fails with [`HttpError::Timeout`] after `timeout`, and with
+    /// [`HttpError::TooLarge`] when an answer exceeds the cap: [`MAX_RESPONSE_BYTES_ENV`] from
+    /// the process environment, or [`DEFAULT_MAX_RESPONSE_BYTES`].
     pub fn new(timeout: Duration) -> Result<JsonClient, HttpError> {
+        let max_response_bytes = max_response_bytes_from(|name| std::env::var(name).ok())?;
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .build()
@@ -193,12 +250,56 @@ impl JsonClient {
                 url: String::new(),
                 reason: e.to_string(),
             })?;
-        Ok(JsonClient { client, timeout })
+        Ok(JsonClient {
+            client,
+            timeout,
+            max_response_bytes,
+        })
+    }
+
+    /// The same client with another response cap (builder style).
+    pub fn with_max_response_bytes(mut self, bytes: usize) -> JsonClient {
+        self.max_response_bytes = bytes;
+        self
     }
 
     /// The timeout.
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// The response cap in bytes.
+    pub fn max_response_bytes(&self) -> usize {
+        self.max_response_bytes
+    }
+
+    /// Reads the body, at most the cap: a `Content-Length` above it is refused before
+    /// reading, and reading stops as soon as the body passes it.
+    async fn read_capped(
+        &self,
+        url: &str,
+        mut response: reqwest::Response,
+    ) -> Result<String, HttpError> {
+        let limit = self.max_response_bytes;
+        let too_large = || HttpError::TooLarge {
+            url: url.to_owned(),
+            limit,
+        };
+        if response.content_length().is_some_and(|n| n > limit as u64) {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| self.map_reqwest(url, &e))?
+        {
+            if body.len() + chunk.len() > limit {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(String::from_utf8_lossy(&body).into_owned())
     }
 
     /// POSTs `body` as JSON to `url` with an optional bearer key and parses the JSON answer.
@@ -222,10 +323,7 @@ impl JsonClient {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let text = response
-            .text()
-            .await
-            .map_err(|e| self.map_reqwest(url, &e))?;
+        let text = self.read_capped(url, response).await?;
         let url_owned = url.to_owned();
         match status.as_u16() {
             200..=299 => serde_json::from_str(&text)
@@ -266,13 +364,39 @@ impl JsonClient {
     }
 }
 
-/// `text` with every occurrence of the key replaced, for a host that echoes request headers
-/// back in an error body.
+/// The shortest run of a key's characters [`redacted`] treats as a leak: eight.
+pub const MIN_KEY_FRAGMENT_CHARS: usize = 8;
+
+/// `text` with the key, and every fragment of it of [`MIN_KEY_FRAGMENT_CHARS`] or more
+/// characters, replaced by `<redacted>`, for a host that echoes the request's headers (or
+/// parts of the key) back in an error body. A key shorter than that is replaced only whole.
 pub fn redacted(text: &str, key: Option<&ApiKey>) -> String {
-    match key {
-        Some(k) if !k.expose().is_empty() => text.replace(k.expose(), "<redacted>"),
-        _ => text.to_owned(),
+    let Some(key) = key.map(ApiKey::expose).filter(|k| !k.is_empty()) else {
+        return text.to_owned();
+    };
+    let key: Vec<char> = key.chars().collect();
+    if key.len() < MIN_KEY_FRAGMENT_CHARS {
+        return text.replace(&key.iter().collect::<String>(), "<redacted>");
     }
+    // Every window of the key's characters; a text window found among them is a leak, and
+    // every longer fragment is a chain of such windows.
+    let windows: std::collections::HashSet<&[char]> = key.windows(MIN_KEY_FRAGMENT_CHARS).collect();
+    let chars: Vec<char> = text.chars().collect();
+    let mut leaked = vec![false; chars.len()];
+    for (i, window) in chars.windows(MIN_KEY_FRAGMENT_CHARS).enumerate() {
+        if windows.contains(window) {
+            leaked[i..i + MIN_KEY_FRAGMENT_CHARS].fill(true);
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    for (i, c) in chars.iter().enumerate() {
+        match (leaked[i], i > 0 && leaked[i - 1]) {
+            (true, false) => out.push_str("<redacted>"),
+            (true, true) => {}
+            (false, _) => out.push(*c),
+        }
+    }
+    out
 }
 
 /// The host (and port) of a URL, for `ModelInfo::provider`: `https://openrouter.ai/api` gives
@@ -317,6 +441,76 @@ mod tests {
     fn the_key_is_redacted() {
         let key = ApiKey::new("sk-secret-123");
         assert!(!format!("{key:?} {key}").contains("sk-secret"));
+    }
+
+    /// Issue 20 item 5: a host that echoes the key's first 20 and last 12 characters gets
+    /// neither printed; fragments shorter than eight characters, and other text, are kept.
+    #[test]
+    fn fragments_of_the_key_of_eight_or_more_characters_are_redacted() {
+        let secret = "sk-or-v1-0123456789abcdefTOPSECRETxyz9";
+        let key = ApiKey::new(secret);
+        let (head, tail) = (&secret[..20], &secret[secret.len() - 12..]);
+        let echoed = format!("invalid key {head}... (ends {tail}); whole: {secret}");
+        let shown = redacted(&echoed, Some(&key));
+        assert_eq!(
+            shown,
+            "invalid key <redacted>... (ends <redacted>); whole: <redacted>"
+        );
+        let short = &secret[..7];
+        assert_eq!(redacted(short, Some(&key)), short);
+        assert_eq!(redacted("no key here", Some(&key)), "no key here");
+        let tiny = ApiKey::new("k1");
+        assert_eq!(
+            redacted("k1 and k12", Some(&tiny)),
+            "<redacted> and <redacted>2"
+        );
+    }
+
+    /// Issue 20 item 10: an answer above the cap is refused (before reading it whole when it
+    /// declares its length, and while streaming when it does not), naming the URL and limit.
+    #[tokio::test]
+    async fn an_answer_over_the_cap_is_refused() {
+        use wiremock::matchers::method;
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let server = MockServer::start().await;
+        let big = serde_json::json!({ "text": "x".repeat(64 * 1024) });
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(&big))
+            .mount(&server)
+            .await;
+        let client = JsonClient::new(Duration::from_secs(5))
+            .expect("client")
+            .with_max_response_bytes(16 * 1024);
+        let url = server.uri();
+        let err = client
+            .post_json(&url, None, &serde_json::json!({}))
+            .await
+            .expect_err("over the cap");
+        assert!(
+            matches!(err, HttpError::TooLarge { limit: 16_384, .. }),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains(&url), "{err}");
+        let roomy = client.with_max_response_bytes(DEFAULT_MAX_RESPONSE_BYTES);
+        let ok = roomy
+            .post_json(&url, None, &serde_json::json!({}))
+            .await
+            .expect("under the cap");
+        assert_eq!(ok.body, big);
+    }
+
+    #[test]
+    fn the_cap_comes_from_the_environment_or_the_default() {
+        assert_eq!(
+            max_response_bytes_from(|_| None).expect("default"),
+            DEFAULT_MAX_RESPONSE_BYTES
+        );
+        assert_eq!(
+            max_response_bytes_from(|_| Some("1024".into())).expect("set"),
+            1024
+        );
+        let err = max_response_bytes_from(|_| Some("lots".into())).unwrap_err();
+        assert!(err.to_string().contains(MAX_RESPONSE_BYTES_ENV), "{err}");
     }
 
     #[test]

@@ -43,6 +43,29 @@ pub enum SessionStoreError {
         #[source]
         source: Box<rusqlite::Error>,
     },
+    /// SQLite's `quick_check` or `integrity_check` found damage; nothing was written.
+    #[error(
+        "{}: the database is damaged (PRAGMA {check} found: {report}); it was not written to. \
+         Restore it from a backup, or salvage it with `sqlite3 FILE .recover`",
+        path.display()
+    )]
+    Damaged {
+        /// The database file.
+        path: PathBuf,
+        /// The check that found it (`quick_check`, `integrity_check`).
+        check: &'static str,
+        /// What the check reported (at most a few problems).
+        report: String,
+    },
+    /// The file is a SQLite database without this store's schema, and the caller only reads.
+    #[error(
+        "{}: not a session store yet (schema version 0); a writing command creates one there",
+        path.display()
+    )]
+    NoSchema {
+        /// The database file.
+        path: PathBuf,
+    },
     /// Another connection held the database lock for longer than the busy timeout.
     #[error(
         "{}: database locked for longer than the busy timeout ({timeout:?}) while {operation}",
@@ -140,6 +163,28 @@ pub enum SessionStoreError {
         /// The JSON error.
         #[source]
         source: serde_json::Error,
+    },
+    /// A stored compaction event covers a range that starts after it ends. ADK never writes
+    /// one; taken as the live summary it would hide the history, so every read refuses it.
+    #[error(
+        "{}: session {key}, event {event_id:?} at revision {revision}: a compaction that starts \
+         after it ends (start_timestamp {start}, end_timestamp {end}); the database is corrupt: \
+         remove or correct this event",
+        path.display()
+    )]
+    BackwardsCompaction {
+        /// The database file.
+        path: PathBuf,
+        /// The session.
+        key: Box<SessionKey>,
+        /// The event's position in the session, from 1.
+        revision: u64,
+        /// The event id.
+        event_id: String,
+        /// The stored start timestamp (epoch seconds).
+        start: f64,
+        /// The stored end timestamp (epoch seconds).
+        end: f64,
     },
     /// A stored session state is not a JSON object.
     #[error("{}: session {key}: stored state is not a JSON object: {source}", path.display())]

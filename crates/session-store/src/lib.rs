@@ -38,6 +38,14 @@
 //! here; see docs/BENCHMARKS.md). Foreign keys are on; a busy timeout (default 5 s) makes
 //! concurrent writers queue instead of failing.
 //!
+//! # Damage and reading
+//! A writing open runs SQLite's `PRAGMA quick_check` before anything is written
+//! ([`OpenOptions::integrity`], default [`IntegrityCheck::Quick`]): a damaged file is refused
+//! with [`SessionStoreError::Damaged`] naming it, untouched. [`check_integrity`] runs the full
+//! `integrity_check`. [`SqliteStore::open_read_only`] and [`AdkStore::open_read_only`] are for
+//! reading commands: they never create, migrate or switch the journal of a file, refuse every
+//! write, and leave no `-wal`/`-shm` files behind.
+//!
 //! # Schema
 //! Created and migrated by the crate (`PRAGMA user_version`, see [`SCHEMA_VERSION`]). A file
 //! from a newer schema is refused with [`SessionStoreError::FutureSchema`] before anything is
@@ -85,12 +93,14 @@ mod context;
 mod decisions;
 mod error;
 mod header;
+mod integrity;
 mod port;
 mod schema;
 mod store;
 
 pub use adk::{AdkFlavor, Layout, detect_layout};
 pub use error::SessionStoreError;
+pub use integrity::{IntegrityCheck, MAX_REPORTED, check_integrity};
 pub use port::{AdkStore, SqliteStore};
 pub use schema::SCHEMA_VERSION;
 pub use store::{Durability, OpenOptions, SessionHeader};

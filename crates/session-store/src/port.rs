@@ -61,6 +61,15 @@ impl SqliteStore {
         Ok(BlockingSqlite::open_with(path, options)?.into())
     }
 
+    /// Opens an existing store for reading only (see
+    /// [`crate::blocking::SqliteStore::open_read_only`]): never migrates, never writes.
+    pub fn open_read_only(
+        path: impl AsRef<Path>,
+        options: OpenOptions,
+    ) -> Result<Self, SessionStoreError> {
+        Ok(BlockingSqlite::open_read_only(path, options)?.into())
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         self.blocking.path()
@@ -107,6 +116,15 @@ impl AdkStore {
         options: OpenOptions,
     ) -> Result<Self, SessionStoreError> {
         Ok(BlockingAdk::open_with(path, options)?.into())
+    }
+
+    /// Opens an ADK database for reading only (see
+    /// [`crate::blocking::AdkStore::open_read_only`]).
+    pub fn open_read_only(
+        path: impl AsRef<Path>,
+        options: OpenOptions,
+    ) -> Result<Self, SessionStoreError> {
+        Ok(BlockingAdk::open_read_only(path, options)?.into())
     }
 
     /// The database file.

@@ -9,6 +9,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction};
 use serde_json::{Map, Value};
 
 use crate::error::SessionStoreError;
+use crate::integrity::{self, IntegrityCheck};
 use crate::schema::{self, Migration, SCHEMA_VERSION};
 use compaction_core::history::{OpenTurn, TurnTracker};
 
@@ -50,6 +51,8 @@ pub struct OpenOptions {
     pub busy_timeout: Duration,
     /// The commit durability. Default [`Durability::Normal`].
     pub durability: Durability,
+    /// The check run on open, before the first write. Default [`IntegrityCheck::Quick`].
+    pub integrity: IntegrityCheck,
 }
 
 impl Default for OpenOptions {
@@ -57,6 +60,7 @@ impl Default for OpenOptions {
         OpenOptions {
             busy_timeout: Duration::from_secs(5),
             durability: Durability::Normal,
+            integrity: IntegrityCheck::Quick,
         }
     }
 }
@@ -65,6 +69,12 @@ impl OpenOptions {
     /// Sets the busy timeout (builder style).
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
+        self
+    }
+
+    /// Sets the check run on open (builder style).
+    pub fn integrity(mut self, check: IntegrityCheck) -> Self {
+        self.integrity = check;
         self
     }
 
@@ -212,6 +222,8 @@ impl SqliteStore {
                 supported: SCHEMA_VERSION,
             });
         }
+        // Damage is found before anything is written (the journal mode included).
+        integrity::verify(&conn, &path, options.integrity, options.busy_timeout)?;
         // A file with user_version 0 that already holds tables (a Google ADK database has
         // tables `sessions` and `events` too) is someone else's: refuse it untouched, before
         // the journal mode or the schema is changed.
@@ -244,6 +256,44 @@ impl SqliteStore {
             }
             Migration::Current { .. } => {}
         }
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                path,
+                options,
+                conn: Mutex::new(conn),
+            }),
+        })
+    }
+
+    /// Opens an existing store for reading only (`compaction inspect`): the file is never
+    /// created, migrated or switched to another journal mode, every write is refused, and no
+    /// `-wal`/`-shm` file is left behind. A file from a newer schema, or without this store's
+    /// schema, is refused. `options.integrity` is run first (default quick check).
+    pub fn open_read_only(
+        path: impl AsRef<Path>,
+        options: OpenOptions,
+    ) -> Result<Self, SessionStoreError> {
+        let path = path.as_ref().to_path_buf();
+        let fail = |what: &'static str| {
+            let path = path.clone();
+            move |e: rusqlite::Error| {
+                SessionStoreError::sqlite(&path, options.busy_timeout, || what.to_owned(), e)
+            }
+        };
+        let conn = integrity::read_connection(&path, options.busy_timeout)
+            .map_err(fail("opening the database to read it"))?;
+        let found = schema::user_version(&conn).map_err(fail("reading the schema version"))?;
+        if found > SCHEMA_VERSION {
+            return Err(SessionStoreError::FutureSchema {
+                path,
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if found == 0 {
+            return Err(SessionStoreError::NoSchema { path });
+        }
+        integrity::verify(&conn, &path, options.integrity, options.busy_timeout)?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 path,
@@ -369,6 +419,20 @@ impl SqliteStore {
             }
             Err(e) => Err(self.sqlite_error(|| format!("creating session {key}"))(e)),
         }
+    }
+
+    /// Deletes a session and all its events in one transaction (a run that could not finish
+    /// a session it created rolls it back, so that its id can be used again). Returns whether
+    /// the session existed.
+    pub fn delete_session(&self, key: &SessionKey) -> Result<bool, SessionStoreError> {
+        let deleted = self
+            .conn()
+            .prepare_cached(
+                "DELETE FROM sessions WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3",
+            )
+            .and_then(|mut stmt| stmt.execute((&key.app_name, &key.user_id, &key.session_id)))
+            .map_err(self.sqlite_error(|| format!("deleting session {key}")))?;
+        Ok(deleted > 0)
     }
 
     /// Loads a session with its whole history, in append order (one read transaction).

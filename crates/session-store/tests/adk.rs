@@ -534,3 +534,182 @@ proptest::proptest! {
         proptest::prop_assert_eq!(snapshot.revision, revision);
     }
 }
+
+/// Issue 20 item 9: a compaction event whose start is after its end (written by someone else)
+/// is refused as corrupt, naming the event, by every read; it never becomes the live summary
+/// that hides the history. Appending one is refused too.
+#[test]
+fn a_compaction_that_starts_after_it_ends_is_refused_naming_the_event() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flavor, path) in flavors(dir.path()) {
+        let store = AdkStore::open(&path).unwrap();
+        let created = store.create_session(&key(), Map::new()).unwrap();
+        let mut f = EventFactory::starting_at(now().ceil() + 1.0);
+        let mut events = f.research_turn("inv1", "q1", "synthesis");
+        let (start, end) = (events[0].timestamp, events[5].timestamp);
+        let backwards = f.compaction("inv2", end, start, "bogus");
+        let err = store
+            .append_event(&key(), created.revision, &backwards)
+            .unwrap_err();
+        assert!(err.to_string().contains(&backwards.id), "{flavor:?}: {err}");
+        events.push(f.compaction("inv2", start, end, "summary"));
+        let compaction_id = events[6].id.clone();
+        let mut revision = created.revision;
+        for e in &events {
+            revision = store.append_event(&key(), revision, e).unwrap();
+        }
+        // Another writer swaps the range in place.
+        let conn = Connection::open(&path).unwrap();
+        let changed = conn
+            .execute(
+                "UPDATE events SET event_data = json_set(event_data, \
+                 '$.actions.compaction.start_timestamp', \
+                 json_extract(event_data, '$.actions.compaction.end_timestamp') + 10) \
+                 WHERE id = ?1",
+                [&compaction_id],
+            )
+            .unwrap();
+        assert_eq!(changed, 1);
+        drop(conn);
+        let reads: [(&str, Result<(), SessionStoreError>); 3] = [
+            ("get_session", store.get_session(&key()).map(|_| ())),
+            ("load_live_tail", store.load_live_tail(&key()).map(|_| ())),
+            ("gate_snapshot", store.gate_snapshot(&key()).map(|_| ())),
+        ];
+        for (read, result) in reads {
+            let err = result.expect_err(read);
+            let message = err.to_string();
+            assert!(
+                message.contains(&compaction_id) && message.contains("starts after it ends"),
+                "{flavor:?} {read}: {message}"
+            );
+        }
+    }
+}
+
+/// Replaces the character at `at` (a char index, wrapped) of `text` with `with`, or deletes it.
+fn mutate(text: &str, at: usize, with: Option<char>) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let at = at % chars.len().max(1);
+    chars
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| if i == at { with } else { Some(*c) })
+        .collect()
+}
+
+proptest::proptest! {
+    // Bounded for CI; a longer run: `PROPTEST_CASES=20000 cargo test -p session-store --test adk fuzz`.
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(48),
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Fuzz of ADK event JSON (issue 20): an `event_data` column holding a mutated event (a
+    /// character replaced or deleted, up to three times) or arbitrary text never panics a
+    /// read: every read either loads the session or fails with a store error naming the file.
+    #[test]
+    fn fuzz_adk_event_json_never_panics(
+        edits in proptest::collection::vec((proptest::num::usize::ANY, proptest::option::of(proptest::char::any())), 1..4),
+        raw in proptest::option::weighted(0.2, ".{0,40}"),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = adk_file(dir.path(), "f.db", SQLITE_DDL);
+        let store = AdkStore::open(&path).unwrap();
+        let created = store.create_session(&key(), Map::new()).unwrap();
+        let mut f = EventFactory::starting_at(now().ceil() + 1.0);
+        let mut events = f.research_turn("inv1", "q1", "synthesis");
+        let (start, end) = (events[0].timestamp, events[5].timestamp);
+        events.push(f.compaction("inv2", start, end, "summary"));
+        let mut revision = created.revision;
+        for e in &events {
+            revision = store.append_event(&key(), revision, e).unwrap();
+        }
+        let target = &events[6].id;
+        let conn = Connection::open(&path).unwrap();
+        let original: String = conn
+            .query_row("SELECT event_data FROM events WHERE id = ?1", [target], |r| r.get(0))
+            .unwrap();
+        let data = match raw {
+            Some(text) => text,
+            None => edits.iter().fold(original, |text, (at, with)| mutate(&text, *at, *with)),
+        };
+        conn.execute("UPDATE events SET event_data = ?1 WHERE id = ?2", (&data, target)).unwrap();
+        drop(conn);
+        for result in [
+            store.get_session(&key()).map(|_| ()),
+            store.load_live_tail(&key()).map(|_| ()),
+            store.gate_snapshot(&key()).map(|_| ()),
+        ] {
+            if let Err(e) = result {
+                proptest::prop_assert!(e.to_string().contains("f.db"), "{}", e);
+            }
+        }
+    }
+}
+
+/// An ADK file (SqliteSessionService layout, WAL journal as a busy ADK app leaves it) holding
+/// `turns` research turns.
+fn filled_adk_file(dir: &Path, turns: usize) -> PathBuf {
+    let path = adk_file(dir, "filled.db", SQLITE_DDL);
+    let conn = Connection::open(&path).unwrap();
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    drop(conn);
+    let store = AdkStore::open(&path).unwrap();
+    let created = store.create_session(&key(), Map::new()).unwrap();
+    let mut f = EventFactory::starting_at(now().ceil() + 1.0);
+    let mut revision = created.revision;
+    for i in 0..turns {
+        for e in f.research_turn(&format!("inv{i}"), &"q".repeat(300), &"s".repeat(300)) {
+            revision = store.append_event(&key(), revision, &e).unwrap();
+        }
+    }
+    path
+}
+
+/// The files in `dir` whose names start with `prefix`, sorted.
+fn files_like(dir: &Path, prefix: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Issue 20 items 3 and 6 on an ADK file: a damaged file is refused before the first write
+/// (byte-identical afterwards), and a read-only open reads, refuses writes and leaves no
+/// `-wal`/`-shm` behind.
+#[test]
+fn an_adk_file_is_checked_before_writing_and_read_without_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = filled_adk_file(dir.path(), 40);
+    assert_eq!(files_like(dir.path(), "filled.db"), ["filled.db"]);
+    let reader = AdkStore::open_read_only(&path, OpenOptions::default()).unwrap();
+    assert_eq!(reader.get_session(&key()).unwrap().events.len(), 240);
+    let mut f = EventFactory::starting_at(now().ceil() + 10_000.0);
+    let revision = reader.get_session(&key()).unwrap().revision;
+    assert!(
+        reader
+            .append_event(&key(), revision, &f.user("inv-x", "no"))
+            .is_err()
+    );
+    drop(reader);
+    assert_eq!(files_like(dir.path(), "filled.db"), ["filled.db"]);
+
+    let mut bytes = std::fs::read(&path).unwrap();
+    let page = 4096;
+    let pages = bytes.len() / page;
+    assert!(pages >= 8, "{pages} pages");
+    bytes[(pages / 2) * page..(pages / 2 + 1) * page].fill(0xFF);
+    std::fs::write(&path, &bytes).unwrap();
+    let err = AdkStore::open(&path).unwrap_err();
+    assert!(matches!(err, SessionStoreError::Damaged { .. }), "{err:?}");
+    assert!(err.to_string().contains("filled.db"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+}

@@ -84,7 +84,8 @@ pub use error::TelemetryError;
 #[cfg(feature = "otlp")]
 pub use otlp::{
     DEFAULT_SERVICE_NAME, ENDPOINT_ENV, OtlpSetup, PHOENIX_ENDPOINT, PROJECT_NAME_ENV,
-    SERVICE_NAME_ENV, TRACES_ENDPOINT_ENV, TelemetryGuard, init_otlp, shown_endpoint,
+    SERVICE_NAME_ENV, SHUTDOWN_TIMEOUT, TRACES_ENDPOINT_ENV, TelemetryGuard, WARNING_TARGET,
+    init_otlp, shown_endpoint,
 };
 pub use spans::OpenInferenceTelemetry;
 pub use turn::{record_turn_output, turn_span};

@@ -4,10 +4,15 @@
 //! Nothing here runs unless the caller asks for it: without [`init_otlp`] (or
 //! [`OtlpSetup::init`]) no exporter exists and no span leaves the process.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, SpanData, SpanExporter};
 use tracing_opentelemetry::OpenTelemetryLayer;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
@@ -30,6 +35,52 @@ pub const SERVICE_NAME_ENV: &str = "OTEL_SERVICE_NAME";
 pub const PROJECT_NAME_ENV: &str = "PHOENIX_PROJECT_NAME";
 /// The service name when [`SERVICE_NAME_ENV`] is unset.
 pub const DEFAULT_SERVICE_NAME: &str = "adaptive-compaction";
+
+/// The longest the guard's final flush and shutdown may take: a collector that never answers
+/// delays the program's exit by at most this much (pending spans are then dropped).
+pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The `tracing` target of the exporter's warnings: the first failed export and a shutdown
+/// that ran out of time. A program shows them by enabling this target at `warn` (the
+/// `compaction` binary does by default).
+pub const WARNING_TARGET: &str = "telemetry::otlp";
+
+/// The OTLP exporter, counting failed exports and warning (once) about the first one, so that
+/// a wrong path (HTTP 404) or an unreachable collector does not go unnoticed.
+#[derive(Debug)]
+struct WarnOnce<E> {
+    inner: E,
+    endpoint: String,
+    failures: Arc<AtomicU64>,
+}
+
+impl<E: SpanExporter> SpanExporter for WarnOnce<E> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let result = self.inner.export(batch).await;
+        if let Err(error) = &result
+            && self.failures.fetch_add(1, Ordering::SeqCst) == 0
+        {
+            tracing::warn!(
+                target: WARNING_TARGET,
+                "spans could not be sent to {}: {error} (reported once; later failures are not)",
+                shown_endpoint(&self.endpoint)
+            );
+        }
+        result
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
 
 /// Where the endpoint came from.
 const FROM_ARGUMENT: &str = "the endpoint argument";
@@ -222,6 +273,12 @@ impl OtlpSetup {
                 project,
             ));
         }
+        let failures = Arc::new(AtomicU64::new(0));
+        let exporter = WarnOnce {
+            inner: exporter,
+            endpoint: endpoint.clone(),
+            failures: failures.clone(),
+        };
         let provider = SdkTracerProvider::builder()
             .with_batch_exporter(exporter)
             .with_resource(resource.build())
@@ -229,6 +286,7 @@ impl OtlpSetup {
         let guard = TelemetryGuard {
             provider,
             endpoint,
+            failures,
             shut_down: false,
         };
         if self.install_subscriber {
@@ -246,6 +304,7 @@ impl OtlpSetup {
 pub struct TelemetryGuard {
     provider: SdkTracerProvider,
     endpoint: String,
+    failures: Arc<AtomicU64>,
     shut_down: bool,
 }
 
@@ -298,11 +357,16 @@ impl TelemetryGuard {
         layer.with_filter(spans_only)
     }
 
-    /// Flushes pending spans and shuts the exporter down, reporting a failure (dropping the
-    /// guard does the same but can only log it).
+    /// How many exports have failed so far (the first one was warned about).
+    pub fn export_failures(&self) -> u64 {
+        self.failures.load(Ordering::SeqCst)
+    }
+
+    /// Flushes pending spans and shuts the exporter down within [`SHUTDOWN_TIMEOUT`],
+    /// reporting a failure (dropping the guard does the same but can only log it).
     pub fn shutdown(mut self) -> Result<(), opentelemetry_sdk::error::OTelSdkError> {
         self.shut_down = true;
-        self.provider.shutdown()
+        self.provider.shutdown_with_timeout(SHUTDOWN_TIMEOUT)
     }
 }
 
@@ -311,8 +375,12 @@ impl Drop for TelemetryGuard {
         if self.shut_down {
             return;
         }
-        if let Err(error) = self.provider.shutdown() {
-            tracing::warn!(endpoint = %shown_endpoint(&self.endpoint), %error, "OTLP exporter shutdown failed; spans may be lost");
+        if let Err(error) = self.provider.shutdown_with_timeout(SHUTDOWN_TIMEOUT) {
+            tracing::warn!(
+                target: WARNING_TARGET,
+                "the OTLP exporter for {} did not shut down cleanly within {SHUTDOWN_TIMEOUT:?} ({error}); pending spans may be lost",
+                shown_endpoint(&self.endpoint)
+            );
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Integration tests of config-ssot against real files, real locks and real OS processes.
 
 mod corrupt;
+mod fuzz;
+mod hardening;
 mod multiprocess;
 #[cfg(unix)]
 mod permissions;

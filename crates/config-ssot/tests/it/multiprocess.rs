@@ -59,3 +59,37 @@ fn threads_of_one_process_lose_no_update() {
         100
     );
 }
+
+/// Issue 20 item 1: a writer that names the file through a symbolic link and one that names
+/// the real file take the same lock, so four processes (two each way) lose no update.
+#[cfg(unix)]
+#[test]
+fn writers_through_a_symlink_and_the_real_path_lose_no_update() {
+    let (dir, store, file) = store();
+    store
+        .update(|s| s.adaptive_compaction_token_floor = 0)
+        .expect("reset floor");
+    let link = dir.path().join("linked_config.json");
+    std::os::unix::fs::symlink(&file, &link).expect("symlink");
+    let children: Vec<_> = [&file, &link, &file, &link]
+        .iter()
+        .map(|path| {
+            helper()
+                .args(["increment", path.to_str().expect("utf-8 path"), "100"])
+                .spawn()
+                .expect("spawn helper")
+        })
+        .collect();
+    for child in children {
+        assert_ok(&child.wait_with_output().expect("wait helper"));
+    }
+    let loaded = store.load().expect("load");
+    assert_eq!(loaded.settings().adaptive_compaction_token_floor, 400);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .expect("link")
+            .file_type()
+            .is_symlink(),
+        "the link is kept"
+    );
+}

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::SessionStoreError;
 
@@ -62,13 +62,9 @@ pub fn detect_layout(path: impl AsRef<Path>) -> Result<Layout, SessionStoreError
             SessionStoreError::sqlite(path, std::time::Duration::ZERO, || what.to_owned(), e)
         }
     };
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(fail("opening the database to detect its layout"))?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(fail("setting the busy timeout"))?;
+    // Read-only in effect (`query_only`); see `read_connection` for why not SQLITE_OPEN_READONLY.
+    let conn = crate::integrity::read_connection(path, std::time::Duration::from_secs(5))
+        .map_err(fail("opening the database to detect its layout"))?;
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .map_err(fail("reading the schema version"))?;

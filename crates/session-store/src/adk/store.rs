@@ -68,6 +68,13 @@ struct EventRow<'r> {
     data: Option<&'r str>,
 }
 
+/// Whether a store may write.
+#[derive(Debug, Clone, Copy)]
+enum Access {
+    ReadWrite,
+    ReadOnly,
+}
+
 /// A Google ADK sessions database (written by `DatabaseSessionService` or
 /// `SqliteSessionService`), operated on in place. Cheap to clone; safe to share.
 ///
@@ -104,7 +111,25 @@ impl AdkStore {
         path: impl AsRef<Path>,
         options: OpenOptions,
     ) -> Result<Self, SessionStoreError> {
-        let path = path.as_ref().to_path_buf();
+        Self::open_as(path.as_ref(), options, Access::ReadWrite)
+    }
+
+    /// Opens an existing ADK sessions database for reading only (`compaction inspect`): every
+    /// write is refused and no `-wal`/`-shm` file is left behind; otherwise as
+    /// [`AdkStore::open_with`].
+    pub fn open_read_only(
+        path: impl AsRef<Path>,
+        options: OpenOptions,
+    ) -> Result<Self, SessionStoreError> {
+        Self::open_as(path.as_ref(), options, Access::ReadOnly)
+    }
+
+    fn open_as(
+        path: &Path,
+        options: OpenOptions,
+        access: Access,
+    ) -> Result<Self, SessionStoreError> {
+        let path = path.to_path_buf();
         let flavor = match detect_layout(&path)? {
             Layout::AdkDatabase => AdkFlavor::Database,
             Layout::AdkSqlite => AdkFlavor::Sqlite,
@@ -122,13 +147,18 @@ impl AdkStore {
                 SessionStoreError::sqlite(&path, options.busy_timeout, || what.to_owned(), e)
             }
         };
-        let conn = Connection::open_with_flags(
-            &path,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
+        let conn = match access {
+            Access::ReadWrite => Connection::open_with_flags(
+                &path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .and_then(|conn| conn.busy_timeout(options.busy_timeout).map(|()| conn)),
+            Access::ReadOnly => crate::integrity::read_connection(&path, options.busy_timeout),
+        }
         .map_err(fail("opening the ADK database"))?;
-        conn.busy_timeout(options.busy_timeout)
-            .map_err(fail("setting the busy timeout"))?;
+        // Damage is found before anything is written.
+        crate::integrity::verify(&conn, &path, options.integrity, options.busy_timeout)?;
         // ADK turns foreign keys on for every connection; do the same.
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(fail("enabling foreign keys"))?;
@@ -484,7 +514,9 @@ impl AdkStore {
                         })?
                     }
                 };
-                outlines.push(outline.into_event(row.id, row.invocation_id, timestamp));
+                let event = outline.into_event(row.id, row.invocation_id, timestamp);
+                self.check_compaction_range(key, row.position, &event)?;
+                outlines.push(event);
                 Ok(())
             })?;
             let prompt_tokens = coordinator_prompt_tokens(coordinator_view(&outlines).into_iter());
@@ -606,7 +638,31 @@ impl AdkStore {
         map.remove("invocationId");
         map.insert("invocation_id".to_owned(), Value::from(invocation));
         map.insert("id".to_owned(), Value::from(id.clone()));
-        serde_json::from_value(Value::Object(map)).map_err(|e| corrupt(e, &id))
+        let event = serde_json::from_value(Value::Object(map)).map_err(|e| corrupt(e, &id))?;
+        self.check_compaction_range(key, index, &event)?;
+        Ok(event)
+    }
+
+    /// Refuses a compaction event (at `position`, from 0) whose range starts after it ends.
+    fn check_compaction_range(
+        &self,
+        key: &SessionKey,
+        position: usize,
+        event: &Event,
+    ) -> Result<(), SessionStoreError> {
+        match &event.actions.compaction {
+            Some(c) if c.start_timestamp > c.end_timestamp => {
+                Err(SessionStoreError::BackwardsCompaction {
+                    path: self.inner.path.clone(),
+                    key: Box::new(key.clone()),
+                    revision: position as u64 + 1,
+                    event_id: event.id.clone(),
+                    start: c.start_timestamp.seconds(),
+                    end: c.end_timestamp.seconds(),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Refuses an event ADK would not load, or whose effects ADK applies but this store does
@@ -625,6 +681,14 @@ impl AdkStore {
         }
         if event.is_partial() {
             return Err(refuse("ADK never stores partial events".into()));
+        }
+        if let Some(c) = &event.actions.compaction
+            && c.start_timestamp > c.end_timestamp
+        {
+            return Err(refuse(format!(
+                "a compaction that starts after it ends (start_timestamp {}, end_timestamp {})",
+                c.start_timestamp, c.end_timestamp
+            )));
         }
         for (k, v) in &event.actions.extra {
             let name = snake(k);

@@ -1,0 +1,120 @@
+//! Damage detection and the reading connection.
+//!
+//! A writing store runs SQLite's `PRAGMA quick_check` when it opens a file, before its first
+//! write, so a damaged file is refused ([`SessionStoreError::Damaged`]) instead of being
+//! appended to. `quick_check` reads every page once (its cost grows with the file, see
+//! docs/BENCHMARKS.md) and reports at most [`MAX_REPORTED`] problems. [`check_integrity`] runs
+//! the full `PRAGMA integrity_check` (which also checks every index against its table) for
+//! `compaction inspect --check`.
+//!
+//! Reading commands use [`read_connection`]: it never creates the file, never changes the
+//! journal mode or the schema, and refuses every write (`PRAGMA query_only`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+use crate::SessionStoreError;
+
+/// The most problems a check reports (SQLite stops looking after that many).
+pub const MAX_REPORTED: usize = 3;
+
+/// Which of SQLite's checks a store runs when it opens a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum IntegrityCheck {
+    /// No check (for callers that checked the file themselves).
+    Skip,
+    /// `PRAGMA quick_check`: every page and b-tree, not the indexes' contents (the default for
+    /// a writing store).
+    #[default]
+    Quick,
+    /// `PRAGMA integrity_check`: [`IntegrityCheck::Quick`] plus every index against its table.
+    Full,
+}
+
+impl IntegrityCheck {
+    fn pragma(self) -> Option<&'static str> {
+        match self {
+            IntegrityCheck::Skip => None,
+            IntegrityCheck::Quick => Some("quick_check"),
+            IntegrityCheck::Full => Some("integrity_check"),
+        }
+    }
+}
+
+/// Runs `check` on `conn`; a damaged file is [`SessionStoreError::Damaged`] naming `path`, the
+/// check and what it found.
+pub(crate) fn verify(
+    conn: &Connection,
+    path: &Path,
+    check: IntegrityCheck,
+    timeout: Duration,
+) -> Result<(), SessionStoreError> {
+    let Some(pragma) = check.pragma() else {
+        return Ok(());
+    };
+    let damaged = |report: String| SessionStoreError::Damaged {
+        path: path.to_owned(),
+        check: pragma,
+        report,
+    };
+    let rows: rusqlite::Result<Vec<String>> = conn
+        .prepare(&format!("PRAGMA {pragma}({MAX_REPORTED})"))
+        .and_then(|mut stmt| stmt.query_map([], |row| row.get::<_, String>(0))?.collect());
+    match rows {
+        Ok(rows) if rows.len() == 1 && rows[0] == "ok" => Ok(()),
+        Ok(rows) => Err(damaged(rows.join("; "))),
+        Err(e)
+            if matches!(
+                e.sqlite_error_code(),
+                Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
+            ) =>
+        {
+            Err(damaged(e.to_string()))
+        }
+        Err(e) => Err(SessionStoreError::sqlite(
+            path,
+            timeout,
+            || format!("running PRAGMA {pragma}"),
+            e,
+        )),
+    }
+}
+
+/// Opens an existing database for reading only: the file is never created, its journal mode
+/// and schema are never changed, and every write is refused (`PRAGMA query_only`).
+///
+/// The connection is opened read-write at the file level, not with `SQLITE_OPEN_READONLY`, on
+/// purpose: SQLite lets only a connection that may write delete the `-wal` and `-shm` files
+/// when it closes last, so a read-only open of a WAL database would leave them behind. SQLite
+/// opens a write-protected file read-only by itself.
+pub(crate) fn read_connection(path: &Path, timeout: Duration) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(timeout)?;
+    conn.pragma_update(None, "query_only", "ON")?;
+    Ok(conn)
+}
+
+/// Runs SQLite's full `PRAGMA integrity_check` on the database at `path`, read-only. `Ok` means
+/// SQLite found nothing wrong; a damaged file is [`SessionStoreError::Damaged`].
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("sessions.db");
+/// drop(session_store::SqliteStore::open(&path)?);
+/// session_store::check_integrity(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn check_integrity(path: impl AsRef<Path>) -> Result<(), SessionStoreError> {
+    let path = path.as_ref();
+    let timeout = Duration::from_secs(5);
+    let conn = read_connection(path, timeout).map_err(|e| {
+        SessionStoreError::sqlite(path, timeout, || "opening the database".to_owned(), e)
+    })?;
+    verify(&conn, path, IntegrityCheck::Full, timeout)
+}
