@@ -25,6 +25,7 @@ use crate::gate::{FastExitReason, GateDecision, GateInput, envelope_gate, gate_i
 use crate::history::coordinator_view;
 use crate::plan::{CompactionPlan, plan_compaction};
 use crate::ports::DecisionRecord;
+use crate::ports::TailWindow;
 use crate::ports::{
     Clock, DecisionModel, IdGenerator, NoTelemetry, ProbeEnd, ProbeStart, SessionStore, StoreError,
     SummarizeEnd, SummarizeStart, Summarizer, SummaryRequest, Telemetry,
@@ -33,7 +34,10 @@ use crate::probe::{Probability, ProbeRequest, Verdict, verdict};
 use crate::scrub::scrub;
 use crate::session::{Revision, Session, SessionKey};
 use crate::settings::{EffectiveSettings, Settings, SettingsError};
-use crate::state::{DEFAULT_STATE_BUDGET_TOKENS, extract_decision_state_from_view};
+use crate::state::{
+    DEFAULT_STATE_BUDGET_TOKENS, DecisionState, NeedMore, extract_decision_state_from_view,
+    extract_decision_state_from_window,
+};
 use crate::time::Timestamp;
 
 /// The probe's deadline when the host sets none: the spec's 10 s (section 5.1).
@@ -453,49 +457,115 @@ impl Engine {
             Err(e) => return store_failure(e),
         };
         let gate = self.gate(snapshot.input);
-        if let GateDecision::FastExit(reason) = gate {
-            return Outcome::FastExit(reason);
+        let forced = match gate {
+            GateDecision::FastExit(reason) => return Outcome::FastExit(reason),
+            GateDecision::ForceCompress => true,
+            GateDecision::Probe => false,
+        };
+        let input = snapshot.input;
+        if forced && !self.shadow {
+            let session = match self.store.load_live_tail(key).await {
+                Ok(s) => s,
+                Err(e) => return store_failure(e),
+            };
+            return self.plan_and_compact(&session, true, None).await;
         }
-        let session = match self.store.load_live_tail(key).await {
-            Ok(s) => s,
+        // The probe reads only as much of the live tail as the decision state needs.
+        let (window, state) = match self.windowed_state(key).await {
+            Ok(read) => read,
             Err(e) => return store_failure(e),
         };
-        self.evaluate_open_gate(&session, gate, snapshot.input)
+        if self.shadow {
+            return self.shadow(&window.session, state, forced, input).await;
+        }
+        let probability = match self.probe(state, input).await {
+            Ok(p) => p,
+            Err(reason) => return Outcome::Continue(reason),
+        };
+        let session = if window.whole {
+            window.session
+        } else {
+            match self.store.load_live_tail(key).await {
+                Ok(s) => s,
+                Err(e) => return store_failure(e),
+            }
+        };
+        self.plan_and_compact(&session, false, Some(probability))
             .await
+    }
+
+    /// The live tail's newest events, as many as the decision state needs: a window of 256
+    /// events, four times longer until the state is decided or the window is the whole tail.
+    async fn windowed_state(
+        &self,
+        key: &SessionKey,
+    ) -> Result<(TailWindow, Option<DecisionState>), StoreError> {
+        let mut max_events = 256;
+        loop {
+            let window = self.store.load_live_tail_window(key, max_events).await?;
+            let view = coordinator_view(&window.session.events);
+            let summarized_until = live_compaction_index(&view)
+                .and_then(|i| view[i].compaction())
+                .map(|c| c.end_timestamp);
+            match extract_decision_state_from_window(
+                &view,
+                window.whole,
+                summarized_until,
+                &window.session.state,
+                self.estimator.as_ref(),
+                self.state_budget_tokens,
+            ) {
+                Ok(state) => return Ok((window, state)),
+                Err(NeedMore) => max_events = max_events.saturating_mul(4),
+            }
+        }
     }
 
     /// One post-turn evaluation of a session the caller already loaded (its whole history);
     /// appends through the store with `session.revision` as the expected revision.
     pub async fn evaluate_session(&self, session: &Session) -> Outcome {
         let input = gate_input(&session.events);
-        let gate = self.gate(input);
-        self.evaluate_open_gate(session, gate, input).await
-    }
-
-    /// Everything after the gate: the probe (skipped at the hard backstop), the plan, the
-    /// summary and the append.
-    async fn evaluate_open_gate(
-        &self,
-        session: &Session,
-        gate: GateDecision,
-        input: GateInput,
-    ) -> Outcome {
-        let forced = match gate {
+        let forced = match self.gate(input) {
             GateDecision::FastExit(reason) => return Outcome::FastExit(reason),
             GateDecision::ForceCompress => true,
             GateDecision::Probe => false,
         };
-        if self.shadow {
-            return self.shadow(session, forced, input).await;
+        if forced && !self.shadow {
+            return self.plan_and_compact(session, true, None).await;
         }
-        let probability = if forced {
-            None
-        } else {
-            match self.probe(session, input).await {
-                Ok(p) => Some(p),
-                Err(reason) => return Outcome::Continue(reason),
-            }
-        };
+        let state = self.state_of(session);
+        if self.shadow {
+            return self.shadow(session, state, forced, input).await;
+        }
+        match self.probe(state, input).await {
+            Ok(p) => self.plan_and_compact(session, false, Some(p)).await,
+            Err(reason) => Outcome::Continue(reason),
+        }
+    }
+
+    /// The decision state of a whole live tail (or history).
+    fn state_of(&self, session: &Session) -> Option<DecisionState> {
+        // Turns the live summary already covers are folded: the probe reads the rest.
+        let view = coordinator_view(&session.events);
+        let summarized_until = live_compaction_index(&view)
+            .and_then(|i| view[i].compaction())
+            .map(|c| c.end_timestamp);
+        extract_decision_state_from_view(
+            &view,
+            summarized_until,
+            &session.state,
+            self.estimator.as_ref(),
+            self.state_budget_tokens,
+        )
+    }
+
+    /// The plan, its retained-boundary check, the summary and the append.
+    async fn plan_and_compact(
+        &self,
+        session: &Session,
+        forced: bool,
+        probability: Option<Probability>,
+    ) -> Outcome {
         let Some(plan) = plan_compaction(&session.events, self.settings.retention_turns) else {
             return Outcome::NothingToCompact;
         };
@@ -520,10 +590,10 @@ impl Engine {
     /// Runs the probe; `Ok(p)` means COMPRESS.
     async fn probe(
         &self,
-        session: &Session,
+        state: Option<DecisionState>,
         input: GateInput,
     ) -> Result<Probability, ContinueReason> {
-        let asked = self.ask(session, input).await;
+        let asked = self.ask(state, input).await;
         match asked.result {
             Ok(p) if verdict(p, self.settings.threshold) == Verdict::Compress => Ok(p),
             Ok(p) => Err(ContinueReason::BelowThreshold {
@@ -544,21 +614,10 @@ impl Engine {
     }
 
     /// Asks the decision model once (with its span and deadline) and validates p.
-    async fn ask(&self, session: &Session, input: GateInput) -> Asked {
-        // Turns the live summary already covers are folded: the probe reads the rest.
-        let view = coordinator_view(&session.events);
-        let summarized_until = live_compaction_index(&view)
-            .and_then(|i| view[i].compaction())
-            .map(|c| c.end_timestamp);
-        // Newest turns first, stopping at the budget: a long uncompacted tail costs no more
-        // than a short one.
-        let Some(state) = extract_decision_state_from_view(
-            &view,
-            summarized_until,
-            &session.state,
-            self.estimator.as_ref(),
-            self.state_budget_tokens,
-        ) else {
+    async fn ask(&self, state: Option<DecisionState>, input: GateInput) -> Asked {
+        // The gate counted completed turns, but the session read after it shows none (it
+        // changed in between): there is nothing to ask about, so no call is made.
+        let Some(state) = state else {
             return Asked {
                 request: None,
                 answer: None,
@@ -609,13 +668,21 @@ impl Engine {
 
     /// Shadow mode: probes as a real evaluation would (also at the backstop), records the
     /// decision through the store and compacts nothing.
-    async fn shadow(&self, session: &Session, forced: bool, input: GateInput) -> Outcome {
-        let asked = self.ask(session, input).await;
+    async fn shadow(
+        &self,
+        session: &Session,
+        state: Option<DecisionState>,
+        forced: bool,
+        input: GateInput,
+    ) -> Outcome {
+        let asked = self.ask(state, input).await;
         let probability = asked.result.as_ref().ok().copied();
         let record = DecisionRecord {
             recorded_at: self.clock.now(),
             revision: session.revision,
-            turn: crate::history::turns(&coordinator_view(&session.events)).len(),
+            // Shadow mode never compacts, so the completed turns since the live compaction
+            // are turn N (since the session's start, unless it was compacted before).
+            turn: input.completed_turns_since_compaction,
             completed_turns_since_compaction: input.completed_turns_since_compaction,
             coordinator_prompt_tokens: input.coordinator_prompt_tokens,
             backstop: forced,

@@ -83,8 +83,8 @@ pub use plan::{
 pub use ports::{
     AdapterError, Clock, DecisionAnswer, DecisionModel, DecisionRecord, GateSnapshot, IdGenerator,
     ModelInfo, NoTelemetry, ProbeEnd, ProbeSpan, ProbeStart, SessionStore, Sleep, StoreError,
-    SummarizeEnd, SummarizeSpan, SummarizeStart, Summarizer, Summary, SummaryRequest, Telemetry,
-    TokenUsage,
+    SummarizeEnd, SummarizeSpan, SummarizeStart, Summarizer, Summary, SummaryRequest, TailWindow,
+    Telemetry, TokenUsage,
 };
 pub use probe::{Probability, ProbeRequest, RUBRIC, Verdict, verdict};
 pub use session::{Revision, Session, SessionKey};

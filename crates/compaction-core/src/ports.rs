@@ -266,6 +266,23 @@ impl StoreError {
     }
 }
 
+/// The newest part of a live tail ([`SessionStore::load_live_tail_window`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct TailWindow {
+    /// The session with the window's events.
+    pub session: Session,
+    /// True when the window is the whole live tail.
+    pub whole: bool,
+}
+
+impl TailWindow {
+    /// A window of `session`'s events; `whole` when nothing older was left out.
+    pub fn new(session: Session, whole: bool) -> Self {
+        TailWindow { session, whole }
+    }
+}
+
 /// One decision recorded in shadow mode: what was asked, what came back, and the gate's
 /// figures at the time. Recorded p is replayed by tuning, never re-queried (remote decision
 /// hosts are not deterministic across batches).
@@ -391,6 +408,21 @@ pub trait SessionStore: Send + Sync {
     /// inside the live summary's range, so they come out the same either way.
     async fn load_live_tail(&self, key: &SessionKey) -> Result<Session, StoreError> {
         self.load(key).await
+    }
+
+    /// The newest part of [`SessionStore::load_live_tail`]: the session's state and revision,
+    /// the live compaction event, and the newest `max_events` (at least) of the live tail's
+    /// other events in append order, with `whole` saying whether that is all of them. The
+    /// engine's probe reads this (a longer window when the decision state needs more), so a
+    /// long uncompacted tail costs the probe no more than a short one. The default is the
+    /// whole live tail.
+    async fn load_live_tail_window(
+        &self,
+        key: &SessionKey,
+        max_events: usize,
+    ) -> Result<TailWindow, StoreError> {
+        let _ = max_events;
+        Ok(TailWindow::new(self.load_live_tail(key).await?, true))
     }
 
     /// Records a shadow-mode decision beside the session (never in its event history). The

@@ -196,6 +196,7 @@ pub fn extract_decision_state(
         estimator,
         budget_tokens,
     )
+    .0
 }
 
 /// The decision state of a coordinator view (see [`crate::history::coordinator_view`]): its
@@ -213,8 +214,44 @@ pub fn extract_decision_state_from_view(
     let turns = turns_newest_first(view)
         .take_while(|t| summarized_until.is_none_or(|end| t.first_timestamp() > end))
         .filter(Turn::is_completed);
-    extract_newest_first(turns, state, estimator, budget_tokens)
+    extract_newest_first(turns, state, estimator, budget_tokens).0
 }
+
+/// The decision state from the newest part of a coordinator view (a store's window of its
+/// live tail): `Ok` when that part decides it — the budget ran out, the live summary was
+/// reached, or `whole` says the part is the whole view — and then it equals
+/// [`extract_decision_state_from_view`] of the whole view; `Err(NeedMore)` when the walk
+/// reached the start of the part, so older events might still fit the budget.
+pub fn extract_decision_state_from_window(
+    part: &[&Event],
+    whole: bool,
+    summarized_until: Option<Timestamp>,
+    state: &Map<String, Value>,
+    estimator: &dyn TokenEstimator,
+    budget_tokens: usize,
+) -> Result<Option<DecisionState>, NeedMore> {
+    let ran_out = std::cell::Cell::new(false);
+    let mut raw = turns_newest_first(part);
+    let turns = std::iter::from_fn(|| match raw.next() {
+        Some(t) if summarized_until.is_none_or(|end| t.first_timestamp() > end) => Some(t),
+        Some(_) => None,
+        None => {
+            ran_out.set(true);
+            None
+        }
+    })
+    .filter(Turn::is_completed);
+    let (state, stopped_by_budget) = extract_newest_first(turns, state, estimator, budget_tokens);
+    if whole || stopped_by_budget || !ran_out.get() {
+        Ok(state)
+    } else {
+        Err(NeedMore)
+    }
+}
+
+/// A window of the view was too short to decide the decision state: read a longer one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeedMore;
 
 /// The one extraction rule: turn N first (cut to fit), then earlier turns newest first while
 /// each still fits, stopping at the first that does not.
@@ -223,8 +260,10 @@ fn extract_newest_first<'a>(
     state: &Map<String, Value>,
     estimator: &dyn TokenEstimator,
     budget_tokens: usize,
-) -> Option<DecisionState> {
-    let latest = newest_first.next()?;
+) -> (Option<DecisionState>, bool) {
+    let Some(latest) = newest_first.next() else {
+        return (None, false);
+    };
     let (user, assistant, research) = sides(&latest, state);
     let whole = render_pair(&user, &assistant);
     let latest_turn = fit(whole, estimator, budget_tokens);
@@ -238,6 +277,7 @@ fn extract_newest_first<'a>(
         research,
     }];
     let mut rendered: Vec<String> = Vec::new();
+    let mut stopped_by_budget = false;
     for (i, turn) in newest_first.enumerate() {
         let (user, assistant, research) = sides(&turn, state);
         let pair = render_pair(&user, &assistant);
@@ -248,6 +288,7 @@ fn extract_newest_first<'a>(
             estimator.estimate(&format!("{pair}\n\n"))
         };
         if cost > remaining {
+            stopped_by_budget = true;
             break;
         }
         remaining -= cost;
@@ -262,11 +303,12 @@ fn extract_newest_first<'a>(
     }
     rendered.reverse();
     kept.reverse();
-    Some(DecisionState {
+    let state = DecisionState {
         earlier_discussion: rendered.join("\n\n"),
         latest_turn,
         turns: kept,
-    })
+    };
+    (Some(state), stopped_by_budget)
 }
 
 /// The user and assistant texts that a pair rendered from them keeps when cut to its first

@@ -313,6 +313,7 @@ impl Summarizer for RecordingSummarizer {
 pub struct InMemoryStore {
     sessions: Mutex<HashMap<SessionKey, Session>>,
     whole_histories: bool,
+    window_cap: Option<usize>,
     race: Mutex<Option<Event>>,
     decisions: Mutex<HashMap<SessionKey, Vec<crate::ports::DecisionRecord>>>,
     loads: AtomicUsize,
@@ -330,6 +331,15 @@ impl InMemoryStore {
     pub fn serving_whole_histories() -> Self {
         Self {
             whole_histories: true,
+            ..Self::default()
+        }
+    }
+
+    /// An empty store whose live-tail windows are scaled down: a request for 256 events gets
+    /// `cap`, for 1,024 gets `4 × cap`, and so on: for tests of the engine's windowed probe.
+    pub fn with_window_cap(cap: usize) -> Self {
+        Self {
+            window_cap: Some(cap),
             ..Self::default()
         }
     }
@@ -420,6 +430,40 @@ impl SessionStore for InMemoryStore {
             session.events = crate::context::live_tail(&session.events);
         }
         Ok(session)
+    }
+
+    async fn load_live_tail_window(
+        &self,
+        key: &SessionKey,
+        max_events: usize,
+    ) -> Result<crate::ports::TailWindow, StoreError> {
+        let mut session = self.load_live_tail(key).await?;
+        // The window counts the tail's events other than compactions; a capped store scales
+        // the engine's request down (256 events become `cap`), keeping its growth factor.
+        let others = session
+            .events
+            .iter()
+            .filter(|e| e.compaction().is_none())
+            .count();
+        let limit = self.window_cap.map_or(max_events, |cap| {
+            cap.saturating_mul((max_events / 256).max(1))
+        });
+        if others <= limit {
+            return Ok(crate::ports::TailWindow::new(session, true));
+        }
+        let mut skip = others - limit;
+        session.events.retain(|e| {
+            if e.compaction().is_some() {
+                return true;
+            }
+            if skip > 0 {
+                skip -= 1;
+                false
+            } else {
+                true
+            }
+        });
+        Ok(crate::ports::TailWindow::new(session, false))
     }
 
     async fn gate_snapshot(

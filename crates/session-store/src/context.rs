@@ -82,6 +82,74 @@ impl SqliteStore {
         })
     }
 
+    /// The newest part of the live tail (compaction-core's `SessionStore::load_live_tail_window`):
+    /// the state, the revision, the live compaction event and the newest `max_events`
+    /// non-compaction events of the view after its range, found by walking the primary key
+    /// backwards, so the read costs the window, not the tail. The flag says whether the
+    /// window is the whole live tail.
+    pub fn load_live_tail_window(
+        &self,
+        key: &SessionKey,
+        max_events: usize,
+    ) -> Result<(Session, bool), SessionStoreError> {
+        self.read_session(
+            key,
+            "loading the newest part of the live tail",
+            |tx, row, op| {
+                let state: String = tx
+                    .prepare_cached("SELECT state FROM sessions WHERE pk = ?1")
+                    .and_then(|mut stmt| stmt.query_row((row.pk,), |r| r.get(0)))
+                    .map_err(self.sqlite_error(op))?;
+                let state = self.parse_state(key, &state)?;
+                let limit = i64::try_from(max_events.saturating_add(1)).unwrap_or(i64::MAX);
+                // `+ts`: walk the primary key from the newest row and stop at the limit, instead
+                // of collecting every later row through the timestamp index and sorting it.
+                let mut rows = query_rows(
+                    tx,
+                    "SELECT seq, event_id, body FROM events WHERE session_pk = ?1 \
+                 AND in_view = 1 AND is_compaction = 0 AND +ts > ?2 \
+                 ORDER BY seq DESC LIMIT ?3",
+                    (row.pk, row.live.map_or(f64::NEG_INFINITY, |l| l.end), limit),
+                )
+                .map_err(self.sqlite_error(op))?;
+                let whole = rows.len() <= max_events;
+                rows.truncate(max_events);
+                match row.live {
+                Some(live) => rows.extend(
+                    query_rows(
+                        tx,
+                        "SELECT seq, event_id, body FROM events WHERE session_pk = ?1 AND seq = ?2",
+                        (row.pk, live.seq),
+                    )
+                    .map_err(self.sqlite_error(op))?,
+                ),
+                // Without a live summary the tail is the whole view: its compactions too.
+                None => rows.extend(
+                    query_rows(
+                        tx,
+                        "SELECT seq, event_id, body FROM events WHERE session_pk = ?1 \
+                         AND in_view = 1 AND is_compaction = 1",
+                        (row.pk,),
+                    )
+                    .map_err(self.sqlite_error(op))?,
+                ),
+            }
+                rows.sort_unstable_by_key(|(seq, _, _)| *seq);
+                let events = rows
+                    .iter()
+                    .map(|(seq, id, body)| self.parse_event(key, *seq, id, body))
+                    .collect::<Result<_, _>>()?;
+                let session = Session {
+                    key: key.clone(),
+                    state,
+                    events,
+                    revision: Revision(row.revision),
+                };
+                Ok((session, whole))
+            },
+        )
+    }
+
     fn live_tail_of(
         &self,
         tx: &Transaction<'_>,

@@ -10,7 +10,7 @@ use std::path::Path;
 use async_trait::async_trait;
 use compaction_core::{
     AssembledContext, CompactionEntry, DecisionRecord, Event, GateSnapshot, Revision, Session,
-    SessionKey, SessionStore, StoreError,
+    SessionKey, SessionStore, StoreError, TailWindow,
 };
 use serde_json::{Map, Value};
 
@@ -222,6 +222,18 @@ port_impl!(SqliteStore {
         Ok(self
             .spawn_blocking(move |s| s.compaction_history(&key))
             .await?)
+    }
+
+    async fn load_live_tail_window(
+        &self,
+        key: &SessionKey,
+        max_events: usize,
+    ) -> Result<TailWindow, StoreError> {
+        let key = key.clone();
+        let (session, whole) = self
+            .spawn_blocking(move |s| s.load_live_tail_window(&key, max_events))
+            .await?;
+        Ok(TailWindow::new(session, whole))
     }
 
     async fn record_decision(

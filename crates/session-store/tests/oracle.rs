@@ -55,6 +55,27 @@ proptest! {
             prop_assert_eq!(header.gate, gate_input(prefix), "header after event {}", i);
             prop_assert_eq!(store.load_context(&key).unwrap(), assemble_context(prefix), "context after event {}", i);
             prop_assert_eq!(store.load_live_tail(&key).unwrap().events, live_tail(prefix), "live tail after event {}", i);
+            // The window is the live tail's newest events (compactions always kept).
+            let tail = live_tail(prefix);
+            let others = tail.iter().filter(|e| e.compaction().is_none()).count();
+            for n in [1usize, 3, 64] {
+                let (window, whole) = store.load_live_tail_window(&key, n).unwrap();
+                let mut skip = others.saturating_sub(n);
+                let expected: Vec<Event> = tail
+                    .iter()
+                    .filter(|e| {
+                        if e.compaction().is_some() || skip == 0 {
+                            true
+                        } else {
+                            skip -= 1;
+                            false
+                        }
+                    })
+                    .cloned()
+                    .collect();
+                prop_assert_eq!(whole, others <= n, "whole after event {}", i);
+                prop_assert_eq!(window.events, expected, "window {} after event {}", n, i);
+            }
             prop_assert_eq!(store.compaction_history(&key).unwrap(), compaction_history(prefix), "compaction history after event {}", i);
         }
         let session = store.get_session(&key).unwrap();

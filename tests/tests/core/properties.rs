@@ -255,7 +255,13 @@ proptest! {
     #[test]
     fn the_live_tail_evaluates_like_the_whole_history(settings in settings(), steps in prop::collection::vec(step(), 1..28)) {
         let tail = replay_on(InMemoryStore::new(), settings.clone(), &steps)?;
+        // Windows of at most 3 events: the probe must grow its window until the decision
+        // state is decided, and then send exactly what the whole history gives.
+        let windowed = replay_on(InMemoryStore::with_window_cap(3), settings.clone(), &steps)?;
         let whole = replay_on(InMemoryStore::serving_whole_histories(), settings, &steps)?;
+        prop_assert_eq!(&windowed.outcomes, &whole.outcomes);
+        prop_assert_eq!(&windowed.probes, &whole.probes);
+        prop_assert_eq!(&windowed.session.events, &whole.session.events);
         prop_assert_eq!(&tail.outcomes, &whole.outcomes);
         prop_assert_eq!(&tail.probes, &whole.probes);
         prop_assert_eq!(&tail.summaries, &whole.summaries);
