@@ -205,6 +205,8 @@ struct Shared {
     open: Mutex<Option<mpsc::Sender<()>>>,
     /// Ends when every clone of `open` is dropped.
     drained: tokio::sync::Mutex<mpsc::Receiver<()>>,
+    /// Turns waiting now for their session's previous evaluation.
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 /// One session's lane: turns one at a time, evaluations one at a time.
@@ -234,6 +236,22 @@ impl Drop for LaneRef {
     }
 }
 
+/// Counts a waiting turn while it lives (also when its future is dropped mid-wait).
+struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(count: &'a std::sync::atomic::AtomicUsize) -> Self {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 type Acquire = Pin<Box<dyn Future<Output = OwnedMutexGuard<()>> + Send>>;
 
 /// The turn's place in its session's evaluation order.
@@ -258,6 +276,7 @@ impl Lanes {
                 reports,
                 open: Mutex::new(Some(open)),
                 drained: tokio::sync::Mutex::new(drained),
+                waiting: std::sync::atomic::AtomicUsize::new(0),
             }),
         }
     }
@@ -284,6 +303,13 @@ impl Lanes {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .len()
+    }
+
+    /// Turns waiting now for their session's previous evaluation.
+    pub fn waiting_turns(&self) -> usize {
+        self.shared
+            .waiting
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn lane(&self, key: &SessionKey) -> LaneRef {
@@ -330,7 +356,10 @@ impl Lanes {
             Err(_) => {
                 let started = Instant::now();
                 let mut acquire: Acquire = Box::pin(evaluation_lock.lock_owned());
-                match tokio::time::timeout(self.shared.config.max_wait, &mut acquire).await {
+                let waiting = Waiting::new(&self.shared.waiting);
+                let waited = tokio::time::timeout(self.shared.config.max_wait, &mut acquire).await;
+                drop(waiting);
+                match waited {
                     Ok(guard) => (Slot::Held(guard), LaneWait::Waited(started.elapsed())),
                     Err(_) => (Slot::Queued(acquire), LaneWait::TimedOut(started.elapsed())),
                 }

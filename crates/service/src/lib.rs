@@ -65,6 +65,8 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod clock;
+#[cfg(feature = "http")]
+pub mod http;
 mod ids;
 pub mod lane;
 
