@@ -23,6 +23,7 @@ use tracing_subscriber::Layer as _;
 
 mod error;
 mod render;
+mod serve;
 mod wiring;
 
 use cli::replay::{OutcomeSummary, Replay, TurnRecord};
@@ -89,6 +90,23 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         db: PathBuf,
     },
+    /// Serve chat turns over HTTP with the post-turn lifecycle of spec section 8 (SSE).
+    Serve {
+        /// The address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: std::net::SocketAddr,
+        /// Session database file (created when missing).
+        #[arg(long, value_name = "PATH", default_value = "compaction-sessions.db")]
+        db: PathBuf,
+        #[command(flatten)]
+        adapters: AdapterArgs,
+        /// The largest chat message accepted, in bytes (larger: 413).
+        #[arg(long, value_name = "BYTES", default_value_t = service::http::DEFAULT_MAX_MESSAGE_BYTES)]
+        max_message_bytes: usize,
+        /// The longest a turn waits for the previous turn's evaluation, in seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+        max_wait: f64,
+    },
     /// Show or change the settings file (zocrates_config.json).
     Config {
         #[command(subcommand)]
@@ -113,6 +131,22 @@ struct RunArgs {
     /// Print JSON records instead of text.
     #[arg(long)]
     json: bool,
+    /// Export spans over OTLP/HTTP (default endpoint: Phoenix's http://localhost:6006/v1/traces).
+    #[arg(long, value_name = "URL", num_args = 0..=1)]
+    otlp: Option<Option<String>>,
+}
+
+#[derive(Debug, clap::Args)]
+struct AdapterArgs {
+    /// Decision adapter (overrides the config file's decision_adapter).
+    #[arg(long, value_parser = ["auto", "decisions", "chat-logprobs", "offline"])]
+    decision: Option<String>,
+    /// Summarizer adapter (overrides the config file's summarizer_adapter).
+    #[arg(long, value_parser = ["auto", "chat", "offline"])]
+    summarizer: Option<String>,
+    /// The config file (default: the resolved zocrates_config.json, when it exists).
+    #[arg(long, value_name = "PATH")]
+    config: Option<PathBuf>,
     /// Export spans over OTLP/HTTP (default endpoint: Phoenix's http://localhost:6006/v1/traces).
     #[arg(long, value_name = "URL", num_args = 0..=1)]
     otlp: Option<Option<String>>,
@@ -214,6 +248,25 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Evaluate { run, db, target } => evaluate(run, target, db).await,
         Command::Inspect { target, db } => inspect(&target, db),
+        Command::Serve {
+            addr,
+            db,
+            adapters,
+            max_message_bytes,
+            max_wait,
+        } => {
+            serve::serve(serve::ServeArgs {
+                addr,
+                db,
+                config: adapters.config,
+                decision: adapters.decision,
+                summarizer: adapters.summarizer,
+                otlp: adapters.otlp,
+                max_message_bytes,
+                max_wait_secs: max_wait,
+            })
+            .await
+        }
         Command::Config { action, config } => config_command(action, config),
     }
 }

@@ -425,7 +425,9 @@ impl Turn {
     }
 
     /// The reply stream was delivered and closed: runs the post-turn evaluation now on its own
-    /// task and releases the session to its next turn (which waits for this evaluation).
+    /// task (inside the caller's current `tracing` span, so the engine's probe and summarize
+    /// spans nest under the turn) and releases the session to its next turn (which waits for
+    /// this evaluation).
     pub fn finish(self) -> Evaluation {
         let Turn {
             lane,
@@ -436,40 +438,45 @@ impl Turn {
             open,
         } = self;
         let shared = lane.shared.clone();
-        let handle = tokio::spawn(async move {
-            let queued_since = Instant::now();
-            let _slot = match slot {
-                Slot::Held(guard) => guard,
-                Slot::Queued(acquire) => acquire.await,
-            };
-            let queued = queued_since.elapsed();
-            let started = Instant::now();
-            let deadline = shared.config.evaluation_deadline;
-            let mut outcomes = Vec::new();
-            let ran = tokio::time::timeout(deadline, async {
-                let first = shared.engine.evaluate_and_compact(&lane.key).await;
-                let stale = matches!(first, Outcome::StaleDropped { .. });
-                outcomes.push(first);
-                if stale {
-                    outcomes.push(shared.engine.evaluate_and_compact(&lane.key).await);
-                }
-            })
-            .await;
-            let report = Arc::new(LaneReport {
-                key: lane.key.clone(),
-                turn_id,
-                wait,
-                outcomes,
-                deadline_passed: ran.is_err().then_some(deadline),
-                queued,
-                elapsed: started.elapsed(),
-            });
-            // No subscriber is not an error.
-            let _ = shared.reports.send(report.clone());
-            drop(lane);
-            drop(open);
-            report
-        });
+        // The caller's span (a service's per-turn span) parents the engine's spans.
+        let span = tracing::Span::current();
+        let handle = tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                let queued_since = Instant::now();
+                let _slot = match slot {
+                    Slot::Held(guard) => guard,
+                    Slot::Queued(acquire) => acquire.await,
+                };
+                let queued = queued_since.elapsed();
+                let started = Instant::now();
+                let deadline = shared.config.evaluation_deadline;
+                let mut outcomes = Vec::new();
+                let ran = tokio::time::timeout(deadline, async {
+                    let first = shared.engine.evaluate_and_compact(&lane.key).await;
+                    let stale = matches!(first, Outcome::StaleDropped { .. });
+                    outcomes.push(first);
+                    if stale {
+                        outcomes.push(shared.engine.evaluate_and_compact(&lane.key).await);
+                    }
+                })
+                .await;
+                let report = Arc::new(LaneReport {
+                    key: lane.key.clone(),
+                    turn_id,
+                    wait,
+                    outcomes,
+                    deadline_passed: ran.is_err().then_some(deadline),
+                    queued,
+                    elapsed: started.elapsed(),
+                });
+                // No subscriber is not an error.
+                let _ = shared.reports.send(report.clone());
+                drop(lane);
+                drop(open);
+                report
+            },
+            span,
+        ));
         // The evaluation holds its slot (or its place in the queue): the next turn may begin.
         drop(_turn_guard);
         Evaluation { handle }
