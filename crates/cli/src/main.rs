@@ -23,6 +23,7 @@ use tracing_subscriber::Layer as _;
 
 mod error;
 mod render;
+mod serve;
 mod shadow;
 mod wiring;
 
@@ -122,6 +123,23 @@ enum Command {
         #[arg(long, value_name = "PNG")]
         png: Option<PathBuf>,
     },
+    /// Serve chat turns over HTTP with the post-turn lifecycle of spec section 8 (SSE).
+    Serve {
+        /// The address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: std::net::SocketAddr,
+        /// Session database file (created when missing).
+        #[arg(long, value_name = "PATH", default_value = "compaction-sessions.db")]
+        db: PathBuf,
+        #[command(flatten)]
+        adapters: AdapterArgs,
+        /// The largest chat message accepted, in bytes (larger: 413).
+        #[arg(long, value_name = "BYTES", default_value_t = service::http::DEFAULT_MAX_MESSAGE_BYTES)]
+        max_message_bytes: usize,
+        /// The longest a turn waits for the previous turn's evaluation, in seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+        max_wait: f64,
+    },
     /// Show or change the settings file (zocrates_config.json).
     Config {
         #[command(subcommand)]
@@ -181,6 +199,21 @@ impl OtlpArgs {
             project: self.otlp_project.clone(),
         })
     }
+}
+
+#[derive(Debug, clap::Args)]
+struct AdapterArgs {
+    /// Decision adapter (overrides the config file's decision_adapter).
+    #[arg(long, value_parser = ["auto", "decisions", "openai-decisions", "chat-logprobs", "offline"])]
+    decision: Option<String>,
+    /// Summarizer adapter (overrides the config file's summarizer_adapter).
+    #[arg(long, value_parser = ["auto", "chat", "offline"])]
+    summarizer: Option<String>,
+    /// The config file (default: the resolved zocrates_config.json, when it exists).
+    #[arg(long, value_name = "PATH")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    otlp: OtlpArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -268,6 +301,7 @@ impl Command {
     fn otlp(&self) -> Option<&OtlpArgs> {
         match self {
             Command::Replay { run, .. } | Command::Evaluate { run, .. } => Some(&run.otlp),
+            Command::Serve { adapters, .. } => Some(&adapters.otlp),
             _ => None,
         }
     }
@@ -308,6 +342,25 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             precision,
             png,
         } => tune(&target, db, &labels, precision, png.as_deref()),
+        Command::Serve {
+            addr,
+            db,
+            adapters,
+            max_message_bytes,
+            max_wait,
+        } => {
+            serve::serve(serve::ServeArgs {
+                addr,
+                db,
+                config: adapters.config,
+                decision: adapters.decision,
+                summarizer: adapters.summarizer,
+                otlp: adapters.otlp.request().map_err(CliError::Other)?,
+                max_message_bytes,
+                max_wait_secs: max_wait,
+            })
+            .await
+        }
         Command::Config { action, config } => config_command(action, config),
     }
 }

@@ -1,0 +1,312 @@
+//! The TTFT load generator: the reference server on loopback, driven by concurrent simulated
+//! users; it measures the time to the first `delta` of every turn after the first, with
+//! compaction enabled and disabled, and the throughput and memory under load.
+//!
+//! The models are stand-ins with fixed latencies: the coordinator's first token after
+//! `--first-token-ms`, the decision model after `--probe-ms` (p = 0.9: every open gate
+//! compresses), the offline summarizer after `--summarize-ms` more.
+//!
+//! ```text
+//! cargo run --release -p service --features http --example ttft -- ttft --think-ms 2000
+//! cargo run --release -p service --features http --example ttft -- load --sessions 1000
+//! ```
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use compaction_core::{
+    AdapterError, DecisionAnswer, DecisionModel, Engine, ModelInfo, ProbeRequest, Settings,
+    Summarizer, Summary, SummaryRequest, async_trait,
+};
+use service::http::{OfflineCoordinator, SelectedCoordinator, ServeOptions, Server};
+use service::{LaneConfig, Lanes, ProcessIds, SystemClock};
+use session_store::SqliteStore;
+use tokio_stream::StreamExt as _;
+
+struct SlowDecision(Duration);
+
+#[async_trait]
+impl DecisionModel for SlowDecision {
+    fn info(&self) -> ModelInfo {
+        ModelInfo::new("bench", "local", "fixed-latency")
+    }
+    async fn decide(&self, _: &ProbeRequest) -> Result<DecisionAnswer, AdapterError> {
+        tokio::time::sleep(self.0).await;
+        Ok(DecisionAnswer::new(0.9))
+    }
+}
+
+struct SlowSummarizer(Duration, Arc<dyn Summarizer>);
+
+#[async_trait]
+impl Summarizer for SlowSummarizer {
+    fn info(&self) -> ModelInfo {
+        self.1.info()
+    }
+    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, AdapterError> {
+        tokio::time::sleep(self.0).await;
+        self.1.summarize(request).await
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Args {
+    mode: String,
+    sessions: usize,
+    turns: usize,
+    think: Duration,
+    first_token: Duration,
+    probe: Duration,
+    summarize: Duration,
+    enabled: Option<bool>,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut args = Args {
+        mode: "ttft".into(),
+        sessions: 20,
+        turns: 10,
+        think: Duration::ZERO,
+        first_token: Duration::from_millis(50),
+        probe: Duration::from_millis(150),
+        summarize: Duration::from_millis(1500),
+        enabled: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| -> Result<u64, String> {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("{name} needs a whole number"))
+        };
+        match a.as_str() {
+            "ttft" | "load" => args.mode = a,
+            "--sessions" => args.sessions = value("--sessions")? as usize,
+            "--turns" => args.turns = value("--turns")? as usize,
+            "--think-ms" => args.think = Duration::from_millis(value("--think-ms")?),
+            "--first-token-ms" => {
+                args.first_token = Duration::from_millis(value("--first-token-ms")?)
+            }
+            "--probe-ms" => args.probe = Duration::from_millis(value("--probe-ms")?),
+            "--summarize-ms" => args.summarize = Duration::from_millis(value("--summarize-ms")?),
+            "--compaction" => args.enabled = Some(value("--compaction")? != 0),
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(args)
+}
+
+struct Run {
+    ttfts: Vec<Duration>,
+    turns: usize,
+    errors: usize,
+    elapsed: Duration,
+    compactions: usize,
+    rss_kib: u64,
+}
+
+fn rss_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+async fn run(args: &Args, enabled: bool) -> Result<Run, Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let store = Arc::new(SqliteStore::open(dir.path().join("sessions.db"))?);
+    let settings = Settings {
+        enable_adaptive_compaction: enabled,
+        adaptive_compaction_min_turns: 4,
+        adaptive_compaction_retention_turns: 2,
+        adaptive_compaction_token_floor: 50,
+        ..Settings::default()
+    };
+    let offline = summarizer::build_summarizer(
+        &settings.clone().effective()?,
+        &summarizer::SummarizerConfig::default(),
+        |_| None,
+    )?;
+    let (clock, ids) = (
+        Arc::new(SystemClock::default()),
+        Arc::new(ProcessIds::default()),
+    );
+    let engine = Engine::builder(
+        Arc::new(SlowDecision(args.probe)),
+        Arc::new(SlowSummarizer(args.summarize, offline.summarizer)),
+        store.clone(),
+        clock.clone(),
+        ids.clone(),
+    )
+    .settings(settings)
+    .build()?;
+    let lanes = Lanes::new(Arc::new(engine), LaneConfig::default());
+    let server = Server::new(
+        store,
+        lanes,
+        SelectedCoordinator {
+            coordinator: Arc::new(OfflineCoordinator::with_first_token_delay(args.first_token)),
+            reason: "offline stand-in".into(),
+        },
+        clock,
+        ids,
+        ServeOptions::default(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let mut reports = server.lanes().subscribe();
+    let served = tokio::spawn(server.clone().serve(listener, async {
+        let _ = stopped.await;
+    }));
+    let counted = tokio::spawn(async move {
+        let mut compactions = 0;
+        while let Ok(r) = reports.recv().await {
+            compactions += usize::from(r.outcome().is_some_and(|o| o.compaction().is_some()));
+        }
+        compactions
+    });
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(4096)
+        .build()?;
+    let started = Instant::now();
+    let mut users = Vec::new();
+    for i in 0..args.sessions {
+        let (http, base, args) = (http.clone(), base.clone(), args.clone());
+        users.push(tokio::spawn(async move {
+            let mut ttfts = Vec::new();
+            let mut errors = 0;
+            let created = http
+                .post(format!("{base}/v1/sessions"))
+                .json(&serde_json::json!({"app": "bench", "user": "u", "id": format!("s{i}")}))
+                .send()
+                .await;
+            if !created.is_ok_and(|r| r.status().is_success()) {
+                return (ttfts, 1);
+            }
+            let url = format!("{base}/v1/sessions/bench/u/s{i}/chat");
+            for t in 1..=args.turns {
+                if t > 1 && !args.think.is_zero() {
+                    // The user's think time between turns (a simulated person, not a wait
+                    // for the server).
+                    tokio::time::sleep(args.think).await;
+                }
+                let sent = Instant::now();
+                let message =
+                    format!("Question {t}: what about the {i}th cell chemistry and its limits?");
+                let Ok(response) = http
+                    .post(&url)
+                    .json(&serde_json::json!({ "message": message }))
+                    .send()
+                    .await
+                else {
+                    errors += 1;
+                    continue;
+                };
+                let mut body = response.bytes_stream();
+                let (mut first, mut text) = (None, String::new());
+                while let Some(chunk) = body.next().await {
+                    let Ok(chunk) = chunk else {
+                        errors += 1;
+                        break;
+                    };
+                    text.push_str(&String::from_utf8_lossy(&chunk));
+                    if first.is_none() && text.contains("event: delta") {
+                        first = Some(sent.elapsed());
+                    }
+                }
+                if text.contains("event: error") || !text.contains("event: done") {
+                    errors += 1;
+                }
+                if t > 1
+                    && let Some(ttft) = first
+                {
+                    ttfts.push(ttft);
+                }
+            }
+            (ttfts, errors)
+        }));
+    }
+    let mut all = Vec::new();
+    let mut errors = 0;
+    for u in users {
+        let (t, e) = u.await?;
+        all.extend(t);
+        errors += e;
+    }
+    let elapsed = started.elapsed();
+    let rss = rss_kib("VmHWM:");
+    let _ = stop.send(());
+    served.await??;
+    drop(server);
+    let compactions = counted.await.unwrap_or(0);
+    all.sort();
+    Ok(Run {
+        ttfts: all,
+        turns: args.sessions * args.turns,
+        errors,
+        elapsed,
+        compactions,
+        rss_kib: rss,
+    })
+}
+
+fn pct(v: &[Duration], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v[i].as_secs_f64() * 1e3
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = parse()?;
+    println!(
+        "mode {} | sessions {} | turns {} | think {} ms | first token {} ms | probe {} ms | summarize {} ms",
+        args.mode,
+        args.sessions,
+        args.turns,
+        args.think.as_millis(),
+        args.first_token.as_millis(),
+        args.probe.as_millis(),
+        args.summarize.as_millis()
+    );
+    let modes: Vec<bool> = match args.enabled {
+        Some(e) => vec![e],
+        None if args.mode == "load" => vec![true],
+        None => vec![false, true],
+    };
+    let mut p50s = Vec::new();
+    for enabled in modes {
+        let r = run(&args, enabled).await?;
+        println!(
+            "compaction {:<8} | TTFT of turns 2..{} (ms): p50 {:.2} p95 {:.2} max {:.2} (n={}) | {} turns in {:.2} s = {:.1} turns/s | compactions {} | errors {} | peak RSS {:.1} MiB",
+            if enabled { "enabled" } else { "disabled" },
+            args.turns,
+            pct(&r.ttfts, 0.5),
+            pct(&r.ttfts, 0.95),
+            pct(&r.ttfts, 1.0),
+            r.ttfts.len(),
+            r.turns,
+            r.elapsed.as_secs_f64(),
+            r.turns as f64 / r.elapsed.as_secs_f64(),
+            r.compactions,
+            r.errors,
+            r.rss_kib as f64 / 1024.0,
+        );
+        p50s.push(pct(&r.ttfts, 0.5));
+    }
+    if let [off, on] = p50s[..] {
+        println!(
+            "TTFT p50 difference (enabled - disabled): {:+.2} ms",
+            on - off
+        );
+    }
+    Ok(())
+}

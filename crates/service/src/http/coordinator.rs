@@ -1,0 +1,480 @@
+//! The coordinator model as a port: it answers a turn as a stream of text chunks and reports
+//! its usage. Two adapters: [`OfflineCoordinator`] (deterministic, no key) and
+//! [`OpenAiCompatible`] (a streaming chat-completions client).
+//!
+//! The request for turn N+1 is the spec's assembly ([`CoordinatorRequest::assemble`]): the
+//! live summary, then the retained turns verbatim, then the new query.
+
+use std::time::Duration;
+
+use compaction_core::{
+    AdapterError, AssembledContext, CharsPerToken, ContextEntry, ModelInfo, TokenEstimator,
+    async_trait,
+};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+/// One chat message of the coordinator's prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChatMessage {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+}
+
+impl ChatMessage {
+    fn new(role: &str, content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: role.to_owned(),
+            content: content.into(),
+        }
+    }
+}
+
+/// What the coordinator is asked: the assembled prompt.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct CoordinatorRequest {
+    /// The prompt: the live summary, the retained turns, then the new query (last).
+    pub messages: Vec<ChatMessage>,
+    /// The new query.
+    pub question: String,
+}
+
+/// The words that introduce the live summary in the coordinator's prompt.
+pub const SUMMARY_PREAMBLE: &str = "Summary of the earlier conversation:";
+
+impl CoordinatorRequest {
+    /// The spec's assembly: the live summary (as a system message), then every verbatim
+    /// event with text (user or assistant), then `question`.
+    pub fn assemble(context: &AssembledContext, question: &str) -> Self {
+        let mut messages = Vec::new();
+        for entry in &context.entries {
+            match entry {
+                ContextEntry::Summary(s) => messages.push(ChatMessage::new(
+                    "system",
+                    format!("{SUMMARY_PREAMBLE}\n{}", s.compaction.summary_text()),
+                )),
+                ContextEntry::Event(e) if e.has_text() && !e.is_partial() => {
+                    let role = if e.is_user() { "user" } else { "assistant" };
+                    messages.push(ChatMessage::new(role, e.text()));
+                }
+                ContextEntry::Event(_) => {}
+            }
+        }
+        messages.push(ChatMessage::new("user", question));
+        CoordinatorRequest {
+            messages,
+            question: question.to_owned(),
+        }
+    }
+
+    /// The prompt's size by the core's estimator (4 characters a token).
+    pub fn estimated_prompt_tokens(&self) -> u64 {
+        self.messages
+            .iter()
+            .map(|m| CharsPerToken.estimate(&m.content) as u64)
+            .sum()
+    }
+}
+
+/// One piece of a streamed reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplyChunk {
+    /// Text to show.
+    Delta(String),
+    /// The usage the model reported (usually last).
+    Usage {
+        /// Prompt tokens.
+        prompt_tokens: u64,
+        /// Completion tokens.
+        completion_tokens: u64,
+    },
+}
+
+/// A reply as it streams; the stream ends when the sender is dropped.
+pub type ReplyStream = mpsc::Receiver<Result<ReplyChunk, AdapterError>>;
+
+/// The coordinator model.
+#[async_trait]
+pub trait Coordinator: Send + Sync {
+    /// Who answers.
+    fn info(&self) -> ModelInfo;
+    /// Starts answering; an error before the first chunk is an upstream failure, and so is
+    /// an `Err` item in the stream.
+    async fn stream(&self, request: &CoordinatorRequest) -> Result<ReplyStream, AdapterError>;
+}
+
+/// A deterministic stand-in that needs no key: it streams a reply built from the question
+/// and the assembled context, word by word, and reports the prompt tokens by the core's
+/// estimator. A first-token delay can be set (for benchmarks).
+#[derive(Debug, Clone, Default)]
+pub struct OfflineCoordinator {
+    first_token_delay: Duration,
+}
+
+impl OfflineCoordinator {
+    /// The stand-in with a fixed delay before its first chunk.
+    pub fn with_first_token_delay(delay: Duration) -> Self {
+        OfflineCoordinator {
+            first_token_delay: delay,
+        }
+    }
+
+    /// The reply the stand-in gives to `request`.
+    pub fn reply(request: &CoordinatorRequest) -> String {
+        let earlier = request.messages.len().saturating_sub(1);
+        let summary = request
+            .messages
+            .first()
+            .filter(|m| m.role == "system")
+            .map(|m| {
+                let words: Vec<&str> = m.content.split_whitespace().skip(6).take(12).collect();
+                format!(" The summary so far begins: \"{}\".", words.join(" "))
+            })
+            .unwrap_or_default();
+        format!(
+            "(offline stand-in) You asked: \"{}\". I read {earlier} earlier message{} of this \
+             conversation.{summary}",
+            request.question.trim(),
+            if earlier == 1 { "" } else { "s" }
+        )
+    }
+}
+
+#[async_trait]
+impl Coordinator for OfflineCoordinator {
+    fn info(&self) -> ModelInfo {
+        ModelInfo::new("offline", "local", "offline-stand-in")
+    }
+
+    async fn stream(&self, request: &CoordinatorRequest) -> Result<ReplyStream, AdapterError> {
+        let reply = Self::reply(request);
+        let prompt_tokens = request.estimated_prompt_tokens();
+        let completion_tokens = CharsPerToken.estimate(&reply) as u64;
+        let delay = self.first_token_delay;
+        let (tx, rx) = mpsc::channel(16);
+        tokio::spawn(async move {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            let mut rest = reply.as_str();
+            while !rest.is_empty() {
+                let cut = rest[1..].find(' ').map_or(rest.len(), |i| i + 1);
+                let (word, tail) = rest.split_at(cut);
+                if tx
+                    .send(Ok(ReplyChunk::Delta(word.to_owned())))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                rest = tail;
+            }
+            let _ = tx
+                .send(Ok(ReplyChunk::Usage {
+                    prompt_tokens,
+                    completion_tokens,
+                }))
+                .await;
+        });
+        Ok(rx)
+    }
+}
+
+/// Keys of the coordinator in the config file.
+pub mod config {
+    /// The OpenAI-compatible base URL (`https://openrouter.ai/api/v1`); unset: offline.
+    pub const KEY_BASE_URL: &str = "coordinator_base_url";
+    /// The model slug sent upstream.
+    pub const KEY_MODEL: &str = "coordinator_model";
+    /// The environment variable holding the API key (default `OPENROUTER_API_KEY`).
+    pub const KEY_API_KEY_ENV: &str = "coordinator_api_key_env";
+    /// Every coordinator key.
+    pub const KEYS: [&str; 3] = [KEY_BASE_URL, KEY_MODEL, KEY_API_KEY_ENV];
+}
+
+/// The coordinator's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CoordinatorConfig {
+    /// `coordinator_base_url`: none means the offline stand-in.
+    pub base_url: Option<String>,
+    /// `coordinator_model` (default `openai/gpt-4o-mini`).
+    pub model: String,
+    /// `coordinator_api_key_env` (default `OPENROUTER_API_KEY`).
+    pub api_key_env: String,
+}
+
+impl Default for CoordinatorConfig {
+    fn default() -> Self {
+        CoordinatorConfig {
+            base_url: None,
+            model: "openai/gpt-4o-mini".to_owned(),
+            api_key_env: "OPENROUTER_API_KEY".to_owned(),
+        }
+    }
+}
+
+/// A coordinator key with the wrong type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key} must be {expected}, got {got}")]
+pub struct CoordinatorConfigError {
+    /// The key.
+    pub key: &'static str,
+    /// The expected form.
+    pub expected: &'static str,
+    /// What was there.
+    pub got: String,
+}
+
+impl CoordinatorConfig {
+    /// Reads the coordinator keys of a config object (other keys are ignored).
+    pub fn from_map(raw: &Map<String, Value>) -> Result<Self, CoordinatorConfigError> {
+        let text = |key: &'static str, expected: &'static str| -> Result<Option<String>, _> {
+            match raw.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_owned())),
+                Some(other) => Err(CoordinatorConfigError {
+                    key,
+                    expected,
+                    got: other.to_string(),
+                }),
+            }
+        };
+        let mut config = CoordinatorConfig {
+            base_url: text(
+                config::KEY_BASE_URL,
+                "an http(s) URL such as \"https://openrouter.ai/api/v1\"",
+            )?,
+            ..CoordinatorConfig::default()
+        };
+        if let Some(url) = &config.base_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(CoordinatorConfigError {
+                key: config::KEY_BASE_URL,
+                expected: "an http(s) URL such as \"https://openrouter.ai/api/v1\"",
+                got: format!("\"{url}\""),
+            });
+        }
+        if let Some(model) = text(config::KEY_MODEL, "a non-empty model slug")? {
+            config.model = model;
+        }
+        if let Some(env) = text(config::KEY_API_KEY_ENV, "an environment variable name")? {
+            config.api_key_env = env;
+        }
+        Ok(config)
+    }
+}
+
+/// The coordinator chosen and why, in words (for the banner and `/healthz`).
+pub struct SelectedCoordinator {
+    /// The adapter.
+    pub coordinator: std::sync::Arc<dyn Coordinator>,
+    /// Why, e.g. `offline stand-in: coordinator_base_url is not set`. Never a key.
+    pub reason: String,
+}
+
+impl std::fmt::Debug for SelectedCoordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SelectedCoordinator")
+            .field("reason", &self.reason)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The OpenAI-compatible client when `coordinator_base_url` is set (with the key from
+/// `coordinator_api_key_env` when that variable is set: local servers need none), otherwise
+/// the offline stand-in.
+pub fn select_coordinator(
+    config: &CoordinatorConfig,
+    env: impl Fn(&str) -> Option<String>,
+) -> SelectedCoordinator {
+    match &config.base_url {
+        None => SelectedCoordinator {
+            coordinator: std::sync::Arc::new(OfflineCoordinator::default()),
+            reason: format!("offline stand-in: {} is not set", config::KEY_BASE_URL),
+        },
+        Some(url) => {
+            let key = env(&config.api_key_env).filter(|k| !k.trim().is_empty());
+            let reason = format!(
+                "{} at {url} ({})",
+                config.model,
+                if key.is_some() {
+                    format!("key from {}", config.api_key_env)
+                } else {
+                    format!("no key: {} is not set", config.api_key_env)
+                }
+            );
+            SelectedCoordinator {
+                coordinator: std::sync::Arc::new(OpenAiCompatible::new(url, &config.model, key)),
+                reason,
+            }
+        }
+    }
+}
+
+/// A streaming chat-completions client (`stream: true`, usage included).
+pub struct OpenAiCompatible {
+    url: String,
+    model: String,
+    api_key: Option<String>,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for OpenAiCompatible {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiCompatible")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+impl OpenAiCompatible {
+    /// A client of `{base_url}/chat/completions` for `model`.
+    pub fn new(base_url: &str, model: &str, api_key: Option<String>) -> Self {
+        OpenAiCompatible {
+            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            model: model.to_owned(),
+            api_key,
+            http: reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .build()
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// An upstream failure, with a message that names no key.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UpstreamError(String);
+
+fn upstream(kind: compaction_core::FailureKind, message: String) -> AdapterError {
+    compaction_core::classified(kind, UpstreamError(message))
+}
+
+#[async_trait]
+impl Coordinator for OpenAiCompatible {
+    fn info(&self) -> ModelInfo {
+        let host = self
+            .url
+            .split("://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or("")
+            .to_owned();
+        ModelInfo::new("openai", host, self.model.clone())
+    }
+
+    async fn stream(&self, request: &CoordinatorRequest) -> Result<ReplyStream, AdapterError> {
+        use compaction_core::FailureKind;
+        let body = serde_json::json!({
+            "model": self.model,
+            "messages": request.messages,
+            "stream": true,
+            "stream_options": { "include_usage": true },
+        });
+        let mut call = self.http.post(&self.url).json(&body);
+        if let Some(key) = &self.api_key {
+            call = call.bearer_auth(key);
+        }
+        let mut response = call.send().await.map_err(|e| {
+            upstream(
+                FailureKind::Transport,
+                format!(
+                    "coordinator at {} unreachable: {}",
+                    self.url,
+                    e.without_url()
+                ),
+            )
+        })?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(upstream(
+                FailureKind::HttpStatus(status.as_u16()),
+                format!("coordinator at {} answered HTTP {status}", self.url),
+            ));
+        }
+        let (tx, rx) = mpsc::channel(16);
+        let url = self.url.clone();
+        tokio::spawn(async move {
+            let mut buffer = String::new();
+            loop {
+                let chunk = match response.chunk().await {
+                    Ok(Some(chunk)) => chunk,
+                    Ok(None) => {
+                        // The stream ended without `[DONE]`: a cut connection.
+                        let _ = tx
+                            .send(Err(upstream(
+                                FailureKind::InvalidReply,
+                                format!("coordinator at {url} ended its stream without [DONE]"),
+                            )))
+                            .await;
+                        return;
+                    }
+                    Err(e) => {
+                        let _ = tx
+                            .send(Err(upstream(
+                                FailureKind::Transport,
+                                format!("coordinator stream from {url} broke: {}", e.without_url()),
+                            )))
+                            .await;
+                        return;
+                    }
+                };
+                buffer.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(end) = buffer.find('\n') {
+                    let line: String = buffer.drain(..=end).collect();
+                    let line = line.trim();
+                    let Some(data) = line.strip_prefix("data:").map(str::trim) else {
+                        continue;
+                    };
+                    if data == "[DONE]" {
+                        return;
+                    }
+                    for item in parse_chunk(data, &url) {
+                        if tx.send(item).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Ok(rx)
+    }
+}
+
+/// The pieces of one `data:` payload of a chat-completions stream.
+fn parse_chunk(data: &str, url: &str) -> Vec<Result<ReplyChunk, AdapterError>> {
+    let value: Value = match serde_json::from_str(data) {
+        Ok(v) => v,
+        Err(e) => {
+            return vec![Err(upstream(
+                compaction_core::FailureKind::InvalidReply,
+                format!("coordinator at {url} sent a chunk that is not JSON: {e}"),
+            ))];
+        }
+    };
+    let mut out = Vec::new();
+    if let Some(text) = value
+        .pointer("/choices/0/delta/content")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    {
+        out.push(Ok(ReplyChunk::Delta(text.to_owned())));
+    }
+    if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
+        let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+        out.push(Ok(ReplyChunk::Usage {
+            prompt_tokens: n("prompt_tokens"),
+            completion_tokens: n("completion_tokens"),
+        }));
+    }
+    out
+}

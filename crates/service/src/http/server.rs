@@ -1,0 +1,779 @@
+//! The reference service: axum routes over the lanes, the store port and the coordinator.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use compaction_core::{
+    Clock, ContextEntry, Event, EventBuilder, IdGenerator, Revision, SessionKey, SessionStore,
+    StoreError, completed_turns, coordinator_view,
+};
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_stream::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tracing::Instrument as _;
+
+use super::coordinator::{Coordinator, CoordinatorRequest, ReplyChunk, SelectedCoordinator};
+use crate::lane::{LaneError, LaneReport, Lanes};
+
+/// The largest chat message accepted by default: 1 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1 << 20;
+
+/// The server's options.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// The largest `message` of a chat request, in bytes (default 1 MiB); larger: 413.
+    pub max_message_bytes: usize,
+    /// The author of the coordinator's events (default `coordinator`).
+    pub coordinator_author: String,
+    /// How many evaluation reports `GET .../outcomes` keeps, over all sessions (default 4096).
+    pub reports_kept: usize,
+    /// How long shutdown waits for running turns and evaluations (default 30 s).
+    pub shutdown_bound: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            coordinator_author: "coordinator".to_owned(),
+            reports_kept: 4096,
+            shutdown_bound: Duration::from_secs(30),
+        }
+    }
+}
+
+impl ServeOptions {
+    /// Sets [`ServeOptions::max_message_bytes`].
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
+        self
+    }
+
+    /// Sets [`ServeOptions::shutdown_bound`].
+    pub fn shutdown_bound(mut self, bound: Duration) -> Self {
+        self.shutdown_bound = bound;
+        self
+    }
+}
+
+/// The reference service: build it, take its [`Server::router`] or [`Server::serve`] it.
+#[derive(Clone)]
+pub struct Server {
+    state: Arc<AppState>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("coordinator", &self.state.coordinator_reason)
+            .field("options", &self.state.options)
+            .finish_non_exhaustive()
+    }
+}
+
+struct AppState {
+    store: Arc<dyn SessionStore>,
+    lanes: Lanes,
+    coordinator: Arc<dyn Coordinator>,
+    coordinator_reason: String,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+    options: ServeOptions,
+    reports: Mutex<VecDeque<Arc<LaneReport>>>,
+    stopping: watch::Sender<bool>,
+}
+
+impl Server {
+    /// A server over `store`, evaluating in `lanes`, answering with `coordinator`.
+    pub fn new(
+        store: Arc<dyn SessionStore>,
+        lanes: Lanes,
+        coordinator: SelectedCoordinator,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+        options: ServeOptions,
+    ) -> Self {
+        Server {
+            state: Arc::new(AppState {
+                store,
+                lanes,
+                coordinator: coordinator.coordinator,
+                coordinator_reason: coordinator.reason,
+                clock,
+                ids,
+                options,
+                reports: Mutex::new(VecDeque::new()),
+                stopping: watch::channel(false).0,
+            }),
+        }
+    }
+
+    /// Which coordinator answers, and why (the banner's words).
+    pub fn coordinator(&self) -> &str {
+        &self.state.coordinator_reason
+    }
+
+    /// The lanes.
+    pub fn lanes(&self) -> &Lanes {
+        &self.state.lanes
+    }
+
+    /// The routes (see the README for each).
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/healthz", get(healthz))
+            .route("/v1/sessions", post(create_session))
+            .route("/v1/sessions/{app}/{user}/{id}", get(get_session))
+            .route("/v1/sessions/{app}/{user}/{id}/chat", post(chat))
+            .route(
+                "/v1/sessions/{app}/{user}/{id}/events",
+                get(compaction_events).post(append_event),
+            )
+            .route("/v1/sessions/{app}/{user}/{id}/outcomes", get(outcomes))
+            .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
+            .with_state(self.state.clone())
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then stops taking turns, ends the
+    /// event streams and waits (at most [`ServeOptions::shutdown_bound`]) for running turns
+    /// and evaluations; true when they all ended in time.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<bool> {
+        let state = self.state.clone();
+        let stop = async move {
+            shutdown.await;
+            state.stopping.send_replace(true);
+        };
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(stop)
+            .await?;
+        Ok(self
+            .state
+            .lanes
+            .shutdown(self.state.options.shutdown_bound)
+            .await)
+    }
+}
+
+/// Ctrl-C or SIGTERM, whichever comes first.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}
+
+/// An error answer: `{"error": {"status": 400, "message": "..."}}`.
+#[derive(Debug)]
+struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+
+    fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    fn store(error: StoreError) -> Self {
+        match error {
+            StoreError::NotFound(key) => {
+                ApiError::new(StatusCode::NOT_FOUND, format!("session {key} not found"))
+            }
+            StoreError::AlreadyExists(key) => ApiError::new(
+                StatusCode::CONFLICT,
+                format!("session {key} already exists"),
+            ),
+            StoreError::Stale {
+                key,
+                expected,
+                actual,
+            } => ApiError::new(
+                StatusCode::CONFLICT,
+                format!(
+                    "session {key} is at revision {actual}, not {expected} (If-Match): \
+                     nothing written"
+                ),
+            ),
+            e @ StoreError::NonIncreasingTimestamp { .. } => {
+                ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
+            }
+            e => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, format!("store: {e}")),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({ "error": { "status": self.status.as_u16(), "message": self.message } });
+        (self.status, axum::Json(body)).into_response()
+    }
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// The request body as a JSON object, read up to `limit` bytes (413 beyond).
+async fn json_object(body: Body, limit: usize, expected: &str) -> ApiResult<Map<String, Value>> {
+    let bytes: Bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body over {limit} bytes"),
+        )
+    })?;
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(ApiError::bad_request(format!(
+            "request body must be a JSON object: {expected}"
+        ))),
+        Err(e) => Err(ApiError::bad_request(format!(
+            "request body is not JSON ({e}): expected {expected}"
+        ))),
+    }
+}
+
+fn string_field<'a>(
+    body: &'a Map<String, Value>,
+    field: &str,
+    expected: &str,
+) -> ApiResult<Option<&'a str>> {
+    match body.get(field) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "field `{field}` must be a string, got {}: expected {expected}",
+            type_name(other)
+        ))),
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+async fn healthz(State(s): State<Arc<AppState>>) -> impl IntoResponse {
+    axum::Json(json!({
+        "status": if *s.stopping.borrow() { "stopping" } else { "ok" },
+        "coordinator": s.coordinator_reason,
+        "active_lanes": s.lanes.active_lanes(),
+    }))
+}
+
+const CREATE_FORM: &str = r#"{"app": "<app>", "user": "<user>", "id": "<session id>"}"#;
+
+async fn create_session(State(s): State<Arc<AppState>>, body: Body) -> ApiResult<Response> {
+    let body = json_object(body, 64 * 1024, CREATE_FORM).await?;
+    let field = |name: &str| -> ApiResult<String> {
+        match string_field(&body, name, CREATE_FORM)? {
+            Some(v) if !v.trim().is_empty() && !v.contains('/') => Ok(v.to_owned()),
+            Some(_) => Err(ApiError::bad_request(format!(
+                "field `{name}` must be non-empty and contain no `/`: expected {CREATE_FORM}"
+            ))),
+            None => Err(ApiError::bad_request(format!(
+                "missing field `{name}`: expected {CREATE_FORM}"
+            ))),
+        }
+    };
+    let (app, user) = (field("app")?, field("user")?);
+    let id = match body.get("id") {
+        None => s.ids.next_id(),
+        Some(_) => field("id")?,
+    };
+    let key = SessionKey::new(app, user, id);
+    let session = s
+        .store
+        .create_session(&key, Map::new())
+        .await
+        .map_err(ApiError::store)?;
+    let mut response = (
+        StatusCode::CREATED,
+        axum::Json(json!({
+            "app": key.app_name, "user": key.user_id, "id": key.session_id,
+            "revision": session.revision,
+        })),
+    )
+        .into_response();
+    set_etag(&mut response, session.revision);
+    Ok(response)
+}
+
+fn set_etag(response: &mut Response, revision: Revision) {
+    if let Ok(v) = HeaderValue::from_str(&format!("\"{revision}\"")) {
+        response.headers_mut().insert(header::ETAG, v);
+    }
+}
+
+async fn get_session(
+    State(s): State<Arc<AppState>>,
+    Path((app, user, id)): Path<(String, String, String)>,
+) -> ApiResult<Response> {
+    let key = SessionKey::new(app, user, id);
+    let revision = s
+        .store
+        .gate_snapshot(&key)
+        .await
+        .map_err(ApiError::store)?
+        .revision;
+    let context = s.store.load_context(&key).await.map_err(ApiError::store)?;
+    let history = s
+        .store
+        .compaction_history(&key)
+        .await
+        .map_err(ApiError::store)?;
+    let entries: Vec<Value> = context
+        .entries
+        .iter()
+        .map(|entry| match entry {
+            ContextEntry::Summary(summary) => json!({
+                "kind": "summary",
+                "event_id": summary.event_id,
+                "start_timestamp": summary.compaction.start_timestamp,
+                "end_timestamp": summary.compaction.end_timestamp,
+                "text": summary.compaction.summary_text(),
+            }),
+            ContextEntry::Event(event) => json!({
+                "kind": "event",
+                "event_id": event.id,
+                "author": event.author,
+                "text": event.text(),
+            }),
+        })
+        .collect();
+    let history: Vec<Value> = history
+        .iter()
+        .map(|c| {
+            json!({
+                "event_id": c.event_id,
+                "start_timestamp": c.start_timestamp,
+                "end_timestamp": c.end_timestamp,
+                "summary_chars": c.summary_chars,
+                "subsumed": c.subsumed,
+            })
+        })
+        .collect();
+    let mut response = axum::Json(json!({
+        "session": key.to_string(),
+        "revision": revision,
+        "context": entries,
+        "compaction_history": history,
+    }))
+    .into_response();
+    set_etag(&mut response, revision);
+    Ok(response)
+}
+
+const CHAT_FORM: &str = r#"{"message": "<text>"}"#;
+
+async fn chat(
+    State(s): State<Arc<AppState>>,
+    Path((app, user, id)): Path<(String, String, String)>,
+    body: Body,
+) -> ApiResult<Response> {
+    let limit = s.options.max_message_bytes;
+    // The envelope around the message may add a little: the message itself is checked below.
+    let body = json_object(body, limit.saturating_add(64 * 1024), CHAT_FORM).await?;
+    let message = match string_field(&body, "message", CHAT_FORM)? {
+        Some(m) if m.len() > limit => {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "field `message` is {} bytes, over the limit of {limit} bytes",
+                    m.len()
+                ),
+            ));
+        }
+        Some(m) if m.trim().is_empty() => {
+            return Err(ApiError::bad_request(format!(
+                "field `message` must not be empty: expected {CHAT_FORM}"
+            )));
+        }
+        Some(m) => m.to_owned(),
+        None => {
+            return Err(ApiError::bad_request(format!(
+                "missing field `message`: expected {CHAT_FORM}"
+            )));
+        }
+    };
+    if let Some(other) = body.keys().find(|k| *k != "message") {
+        return Err(ApiError::bad_request(format!(
+            "unknown field `{other}`: expected {CHAT_FORM}"
+        )));
+    }
+    let key = SessionKey::new(app, user, id);
+    s.store.gate_snapshot(&key).await.map_err(ApiError::store)?;
+    let invocation = s.ids.next_id();
+    let span = tracing::info_span!(
+        "coordinator_turn",
+        otel.name = "coordinator_turn",
+        openinference.span.kind = "CHAIN",
+        session.id = %key,
+        invocation.id = %invocation,
+    );
+    let turn = s
+        .lanes
+        .begin(&key, invocation.clone())
+        .instrument(span.clone())
+        .await
+        .map_err(|e| match e {
+            LaneError::ShuttingDown => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+            }
+            other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
+        })?;
+    let context = s.store.load_context(&key).await.map_err(ApiError::store)?;
+    let request = CoordinatorRequest::assemble(&context, &message);
+    let events = EventBuilder::new(
+        s.clock.as_ref(),
+        s.ids.as_ref(),
+        s.options.coordinator_author.clone(),
+    );
+    append_latest(&s, &key, events.user_query(&invocation, &message))
+        .await
+        .map_err(ApiError::store)?;
+    let upstream = s
+        .coordinator
+        .stream(&request)
+        .instrument(span.clone())
+        .await;
+
+    let (tx, rx) = mpsc::channel::<SseEvent>(32);
+    let (closed_tx, closed_rx) = oneshot::channel();
+    let state = s.clone();
+    let pump = async move {
+        let author = state.options.coordinator_author.clone();
+        let events = EventBuilder::new(state.clock.as_ref(), state.ids.as_ref(), author);
+        let mut upstream = match upstream {
+            Ok(stream) => stream,
+            Err(e) => {
+                upstream_failed(&state, &events, &key, &invocation, &tx, &e.to_string()).await;
+                return;
+            }
+        };
+        let mut text = String::new();
+        let mut usage = None;
+        loop {
+            tokio::select! {
+                () = tx.closed() => {
+                    client_gone(&state, &events, &key, &invocation, &text).await;
+                    return;
+                }
+                item = upstream.recv() => match item {
+                    Some(Ok(ReplyChunk::Delta(delta))) => {
+                        text.push_str(&delta);
+                        let event = SseEvent::default().event("delta").data(delta);
+                        if tx.send(event).await.is_err() {
+                            client_gone(&state, &events, &key, &invocation, &text).await;
+                            return;
+                        }
+                    }
+                    Some(Ok(ReplyChunk::Usage { prompt_tokens, completion_tokens })) => {
+                        usage = Some((prompt_tokens, completion_tokens));
+                    }
+                    Some(Err(e)) => {
+                        upstream_failed(&state, &events, &key, &invocation, &tx, &e.to_string())
+                            .await;
+                        return;
+                    }
+                    None => break,
+                }
+            }
+        }
+        let (prompt_tokens, completion_tokens) = usage.unwrap_or_else(|| {
+            (
+                request.estimated_prompt_tokens(),
+                compaction_core::TokenEstimator::estimate(&compaction_core::CharsPerToken, &text)
+                    as u64,
+            )
+        });
+        let reply = events.reply(&invocation, &text, Some(prompt_tokens));
+        if let Err(e) = append_latest(&state, &key, reply).await {
+            let message = format!("the reply could not be stored: {e}");
+            let _ = tx
+                .send(
+                    SseEvent::default()
+                        .event("error")
+                        .data(error_data(&message)),
+                )
+                .await;
+            return;
+        }
+        let turn_number = turn_number(&state, &key).await;
+        let done = json!({
+            "turn": turn_number,
+            "invocation_id": invocation,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "lane_wait": turn.wait().label(),
+            "lane_waited_ms": turn.wait().duration().as_secs_f64() * 1e3,
+        });
+        let _ = tx
+            .send(SseEvent::default().event("done").data(done.to_string()))
+            .await;
+        drop(tx);
+        // The body ends once the last event was handed to the connection; a client gone
+        // after `done` leaves a complete, stored turn, which is evaluated all the same.
+        let _ = closed_rx.await;
+        let evaluation = turn.finish();
+        if let Ok(report) = evaluation.await {
+            let mut reports = state.reports.lock().unwrap_or_else(|e| e.into_inner());
+            reports.push_back(report);
+            while reports.len() > state.options.reports_kept {
+                reports.pop_front();
+            }
+        }
+    };
+    tokio::spawn(pump.instrument(span));
+    let stream = ClosingStream {
+        inner: ReceiverStream::new(rx),
+        on_end: Some(closed_tx),
+    };
+    Ok(Sse::new(stream).into_response())
+}
+
+fn error_data(message: &str) -> String {
+    json!({ "message": message }).to_string()
+}
+
+/// The coordinator failed: the turn is stored as errored (never completed), the client gets
+/// an `error` event, and nothing is evaluated.
+async fn upstream_failed(
+    state: &AppState,
+    events: &EventBuilder<'_>,
+    key: &SessionKey,
+    invocation: &str,
+    tx: &mpsc::Sender<SseEvent>,
+    message: &str,
+) {
+    tracing::warn!(%key, "coordinator failed: {message}");
+    let event = events.error(invocation, "UPSTREAM_ERROR", message);
+    let stored = append_latest(state, key, event).await.is_ok();
+    let data = json!({ "message": format!("coordinator failed: {message}"), "stored": stored });
+    let _ = tx
+        .send(SseEvent::default().event("error").data(data.to_string()))
+        .await;
+}
+
+/// The client went away mid-stream: what was streamed is stored as a partial reply.
+async fn client_gone(
+    state: &AppState,
+    events: &EventBuilder<'_>,
+    key: &SessionKey,
+    invocation: &str,
+    text: &str,
+) {
+    tracing::info!(%key, "client disconnected mid-stream; storing the partial reply");
+    if let Err(e) = append_latest(state, key, events.partial_reply(invocation, text)).await {
+        tracing::warn!(%key, "the partial reply could not be stored: {e}");
+    }
+}
+
+/// Appends at the session's latest revision: the lane keeps evaluations out of a running
+/// turn, but an external writer may move the session on, so a stale append is retried.
+async fn append_latest(
+    state: &AppState,
+    key: &SessionKey,
+    event: Event,
+) -> Result<Revision, StoreError> {
+    let mut attempts = 0;
+    loop {
+        let revision = state.store.gate_snapshot(key).await?.revision;
+        match state.store.append(key, revision, event.clone()).await {
+            Err(StoreError::Stale { .. }) if attempts < 3 => attempts += 1,
+            other => return other,
+        }
+    }
+}
+
+/// The turn's number: completed turns of the session's coordinator view.
+async fn turn_number(state: &AppState, key: &SessionKey) -> Option<usize> {
+    let session = state.store.load(key).await.ok()?;
+    Some(completed_turns(&coordinator_view(&session.events)).len())
+}
+
+/// An SSE body that reports when it ended (the last event was handed to the connection);
+/// dropped before that, it reports nothing (the client went away).
+struct ClosingStream {
+    inner: ReceiverStream<SseEvent>,
+    on_end: Option<oneshot::Sender<()>>,
+}
+
+impl Stream for ClosingStream {
+    type Item = Result<SseEvent, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        match Pin::new(&mut self.inner).poll_next(cx) {
+            Poll::Ready(Some(event)) => Poll::Ready(Some(Ok(event))),
+            Poll::Ready(None) => {
+                if let Some(end) = self.on_end.take() {
+                    let _ = end.send(());
+                }
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+async fn compaction_events(
+    State(s): State<Arc<AppState>>,
+    Path((app, user, id)): Path<(String, String, String)>,
+) -> ApiResult<Response> {
+    let key = SessionKey::new(app, user, id);
+    s.store.gate_snapshot(&key).await.map_err(ApiError::store)?;
+    let mut reports = s.lanes.subscribe();
+    let mut stopping = s.stopping.subscribe();
+    let (tx, rx) = mpsc::channel::<SseEvent>(16);
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = async { let _ = stopping.wait_for(|stop| *stop).await; } => return,
+                () = tx.closed() => return,
+                report = reports.recv() => match report {
+                    Ok(report) if report.key == key => {
+                        let Ok(event) = SseEvent::default().event("compaction").json_data(&*report) else {
+                            continue;
+                        };
+                        if tx.send(event).await.is_err() {
+                            return;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        let data = json!({ "missed": n }).to_string();
+                        let _ = tx.send(SseEvent::default().event("lagged").data(data)).await;
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        }
+    });
+    let stream = tokio_stream::StreamExt::map(ReceiverStream::new(rx), Ok::<_, Infallible>);
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+async fn outcomes(
+    State(s): State<Arc<AppState>>,
+    Path((app, user, id)): Path<(String, String, String)>,
+) -> ApiResult<Response> {
+    let key = SessionKey::new(app, user, id);
+    s.store.gate_snapshot(&key).await.map_err(ApiError::store)?;
+    let reports: Vec<Arc<LaneReport>> = s
+        .reports
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|r| r.key == key)
+        .cloned()
+        .collect();
+    let reports: Vec<&LaneReport> = reports.iter().map(AsRef::as_ref).collect();
+    Ok(axum::Json(reports).into_response())
+}
+
+const EVENT_FORM: &str = r#"an ADK event such as {"author": "user", "content": {"role": "user", "parts": [{"text": "..."}]}} (id, invocation_id and timestamp are filled in when absent)"#;
+
+async fn append_event(
+    State(s): State<Arc<AppState>>,
+    Path((app, user, id)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let key = SessionKey::new(app, user, id);
+    let Some(if_match) = headers.get(header::IF_MATCH) else {
+        return Err(ApiError::new(
+            StatusCode::PRECONDITION_REQUIRED,
+            "header `If-Match` is required: the session's revision (its ETag), for example \
+             If-Match: \"7\"",
+        ));
+    };
+    let expected = if_match
+        .to_str()
+        .ok()
+        .map(|v| v.trim().trim_start_matches("W/").trim_matches('"'))
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Revision)
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "header `If-Match` must be a revision such as \"7\", got {:?}",
+                String::from_utf8_lossy(if_match.as_bytes())
+            ))
+        })?;
+    let mut body = json_object(body, s.options.max_message_bytes, EVENT_FORM).await?;
+    if string_field(&body, "author", EVENT_FORM)?.is_none() {
+        return Err(ApiError::bad_request(format!(
+            "missing field `author`: expected {EVENT_FORM}"
+        )));
+    }
+    s.store.gate_snapshot(&key).await.map_err(ApiError::store)?;
+    if !body.contains_key("id") {
+        body.insert("id".into(), Value::String(s.ids.next_id()));
+    }
+    if !body.contains_key("invocation_id") && !body.contains_key("invocationId") {
+        body.insert(
+            "invocation_id".into(),
+            Value::String(format!("external-{}", s.ids.next_id())),
+        );
+    }
+    if !body.contains_key("timestamp") {
+        body.insert("timestamp".into(), json!(s.clock.now()));
+    }
+    let event: Event = serde_json::from_value(Value::Object(body)).map_err(|e| {
+        ApiError::bad_request(format!("not an ADK event ({e}): expected {EVENT_FORM}"))
+    })?;
+    let revision = s
+        .store
+        .append(&key, expected, event)
+        .await
+        .map_err(ApiError::store)?;
+    let mut response = (
+        StatusCode::CREATED,
+        axum::Json(json!({ "revision": revision })),
+    )
+        .into_response();
+    set_etag(&mut response, revision);
+    Ok(response)
+}
