@@ -253,7 +253,7 @@ pub enum SessionStoreError {
     /// A PostgreSQL failure (connection lost, server error, …). `database` is the connection
     /// string without its password.
     #[cfg(feature = "postgres")]
-    #[error("{database}: PostgreSQL failed while {operation}: {source}")]
+    #[error("{database}: PostgreSQL failed while {operation}: {detail}")]
     Postgres {
         /// The database, without the password.
         database: String,
@@ -262,6 +262,8 @@ pub enum SessionStoreError {
         /// What kind of failure it is (`transport` for a lost connection, `store_locked` for a
         /// lock or serialization conflict, `store_corrupt` for damaged data, `timeout`).
         kind: FailureKind,
+        /// The server's message (severity, text, SQLSTATE) or the driver's report.
+        detail: String,
         /// The driver's report.
         #[source]
         source: Box<tokio_postgres::Error>,

@@ -12,7 +12,7 @@
 use compaction_core::context::{CompactionRange, live_among, subsumption_on_append};
 use compaction_core::history::timestamp_may_follow;
 use compaction_core::{Event, EventCompaction, Revision, SessionKey, Timestamp};
-use deadpool_postgres::Transaction;
+use deadpool_postgres::{Object, Transaction};
 use serde_json::{Map, Value};
 use tokio_postgres::error::SqlState;
 
@@ -37,12 +37,25 @@ impl PostgresStore {
         expected: Revision,
         event: &Event,
     ) -> Result<Revision, SessionStoreError> {
+        let op = || format!("appending event {:?} to session {key}", event.id);
+        let mut client = self.client(&op).await?;
+        let result = self.append_on(&mut client, key, expected, event).await;
+        self.release(client, &result);
+        result
+    }
+
+    async fn append_on(
+        &self,
+        client: &mut Object,
+        key: &SessionKey,
+        expected: Revision,
+        event: &Event,
+    ) -> Result<Revision, SessionStoreError> {
         let body = serde_json::to_string(event)
             .map_err(|e| self.serialize_error(key, format!("event {:?}", event.id), e))?;
         let op = || format!("appending event {:?} to session {key}", event.id);
         let op: Operation<'_> = &op;
         let read = i64::try_from(expected.0).unwrap_or(i64::MAX);
-        let mut client = self.client(op).await?;
         let tx = client.transaction().await.map_err(self.pg(op))?;
         let cas = tx
             .prepare_cached(&format!(

@@ -230,16 +230,37 @@ impl PostgresStore {
     ) -> Result<crate::store::SessionHeader, SessionStoreError> {
         let op = || format!("reading the header of session {key}");
         let client = self.client(&op).await?;
-        let stmt = client
-            .prepare_cached(SESSION_ROW)
-            .await
-            .map_err(self.pg(&op))?;
-        let row = client
-            .query_opt(&stmt, &[&key.app_name, &key.user_id, &key.session_id])
-            .await
-            .map_err(self.pg(&op))?
-            .ok_or_else(|| self.not_found(key))?;
-        Ok(session_row(&row).header())
+        let result = async {
+            let stmt = client
+                .prepare_cached(SESSION_ROW)
+                .await
+                .map_err(self.pg(&op))?;
+            let row = client
+                .query_opt(&stmt, &[&key.app_name, &key.user_id, &key.session_id])
+                .await
+                .map_err(self.pg(&op))?
+                .ok_or_else(|| self.not_found(key))?;
+            Ok(session_row(&row).header())
+        }
+        .await;
+        self.release(client, &result);
+        result
+    }
+
+    /// Gives a connection back to the pool after a call, or drops it when the call found it
+    /// broken (a `transport` failure: the server closed it), so the next call opens a new one
+    /// instead of finding the dead one.
+    pub(crate) fn release<T>(
+        &self,
+        client: deadpool_postgres::Object,
+        result: &Result<T, SessionStoreError>,
+    ) {
+        if let Err(e) = result
+            && e.failure_kind() == FailureKind::Transport
+        {
+            tracing::warn!(database = %self.database, error = %e, "dropping a broken PostgreSQL connection");
+            drop(deadpool_postgres::Object::take(client));
+        }
     }
 
     /// A pooled connection; a failure names `operation`.
@@ -404,6 +425,15 @@ impl SessionStoreError {
             database: database.to_owned(),
             operation,
             kind: classify(&source),
+            detail: match source.as_db_error() {
+                Some(db) => format!(
+                    "{}: {} (SQLSTATE {})",
+                    db.severity(),
+                    db.message(),
+                    db.code().code()
+                ),
+                None => source.to_string(),
+            },
             source: Box::new(source),
         }
     }

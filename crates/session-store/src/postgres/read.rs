@@ -8,7 +8,7 @@ use compaction_core::{
     AssembledContext, CompactionEntry, DecisionRecord, Event, LiveSummary, Revision, Session,
     SessionKey, assemble_around,
 };
-use deadpool_postgres::Transaction;
+use deadpool_postgres::{Object, Transaction};
 use serde_json::Map;
 use tokio_postgres::IsolationLevel;
 use tokio_postgres::error::SqlState;
@@ -42,7 +42,7 @@ impl PostgresStore {
                 &[&key.app_name, &key.user_id, &key.session_id, &json, &now],
             )
             .await;
-        match inserted {
+        let result = match inserted {
             Ok(_) => Ok(Session {
                 key: key.clone(),
                 state,
@@ -56,7 +56,9 @@ impl PostgresStore {
                 })
             }
             Err(e) => Err(self.pg(&op)(e)),
-        }
+        };
+        self.release(client, &result);
+        result
     }
 
     /// Runs `read` in one read-only snapshot on the session row of `key`; errors name the
@@ -70,6 +72,18 @@ impl PostgresStore {
         let op = || format!("{what} of session {key}");
         let op: Operation<'_> = &op;
         let mut client = self.client(op).await?;
+        let result = self.read_on(&mut client, key, op, read).await;
+        self.release(client, &result);
+        result
+    }
+
+    async fn read_on<T>(
+        &self,
+        client: &mut Object,
+        key: &SessionKey,
+        op: Operation<'_>,
+        read: impl AsyncFnOnce(&Transaction<'_>, SessionRow, &str) -> Result<T, SessionStoreError>,
+    ) -> Result<T, SessionStoreError> {
         let tx = client
             .build_transaction()
             .isolation_level(IsolationLevel::RepeatableRead)
@@ -316,6 +330,18 @@ impl PostgresStore {
         let op = || format!("recording a shadow decision for session {key}");
         let op: Operation<'_> = &op;
         let mut client = self.client(op).await?;
+        let result = self.record_on(&mut client, key, &body, op).await;
+        self.release(client, &result);
+        result
+    }
+
+    async fn record_on(
+        &self,
+        client: &mut Object,
+        key: &SessionKey,
+        body: &str,
+        op: Operation<'_>,
+    ) -> Result<(), SessionStoreError> {
         let tx = client.transaction().await.map_err(self.pg(op))?;
         let pk: i64 = tx
             .query_opt(

@@ -80,23 +80,34 @@ pub(crate) async fn migrate(
 ) -> Result<usize, SessionStoreError> {
     let op = || "migrating the schema".to_owned();
     let mut client = store.client(&op).await?;
-    let tx = client.transaction().await.map_err(store.pg(&op))?;
+    let result = migrate_on(store, &mut client, schema, &op).await;
+    store.release(client, &result);
+    result
+}
+
+async fn migrate_on(
+    store: &PostgresStore,
+    client: &mut deadpool_postgres::Object,
+    schema: &str,
+    op: &(dyn Fn() -> String + Sync),
+) -> Result<usize, SessionStoreError> {
+    let tx = client.transaction().await.map_err(store.pg(op))?;
     tx.execute(
         "SELECT pg_advisory_xact_lock(hashtext($1))",
         &[&format!("compaction session store schema {schema}")],
     )
     .await
-    .map_err(store.pg(&op))?;
+    .map_err(store.pg(op))?;
     tx.batch_execute(&format!(
         "CREATE SCHEMA IF NOT EXISTS {schema}; \
          CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL);"
     ))
     .await
-    .map_err(store.pg(&op))?;
+    .map_err(store.pg(op))?;
     let found: i64 = tx
         .query_opt("SELECT version FROM schema_version", &[])
         .await
-        .map_err(store.pg(&op))?
+        .map_err(store.pg(op))?
         .map_or(0, |row| row.get(0));
     if found > POSTGRES_SCHEMA_VERSION {
         return Err(SessionStoreError::FutureSchema {
@@ -107,19 +118,19 @@ pub(crate) async fn migrate(
     }
     let start = usize::try_from(found).unwrap_or(0);
     for sql in &MIGRATIONS[start..] {
-        tx.batch_execute(sql).await.map_err(store.pg(&op))?;
+        tx.batch_execute(sql).await.map_err(store.pg(op))?;
     }
     if start < MIGRATIONS.len() {
         tx.execute("DELETE FROM schema_version", &[])
             .await
-            .map_err(store.pg(&op))?;
+            .map_err(store.pg(op))?;
         tx.execute(
             "INSERT INTO schema_version (version) VALUES ($1)",
             &[&POSTGRES_SCHEMA_VERSION],
         )
         .await
-        .map_err(store.pg(&op))?;
+        .map_err(store.pg(op))?;
     }
-    tx.commit().await.map_err(store.pg(&op))?;
+    tx.commit().await.map_err(store.pg(op))?;
     Ok(MIGRATIONS.len() - start)
 }
