@@ -383,35 +383,6 @@ pub(crate) fn session_row(row: &Row) -> SessionRow {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_display_form_never_holds_the_password() {
-        for url in [
-            "postgres://alice:s3cr3t-pw@db.example:6543/sessions?sslmode=disable",
-            "host=db.example port=6543 user=alice password=s3cr3t-pw dbname=sessions",
-        ] {
-            let config = tokio_postgres::Config::from_str(url).unwrap();
-            let shown = display_target(&config, "compaction");
-            assert_eq!(
-                shown,
-                "postgres://alice@db.example:6543/sessions (schema compaction)"
-            );
-        }
-    }
-
-    #[test]
-    fn schema_names_are_plain_identifiers() {
-        assert!(valid_schema("compaction"));
-        assert!(valid_schema("t_oracle_12"));
-        for bad in ["", "1abc", "Caps", "a;drop table x", "a b", &"x".repeat(64)] {
-            assert!(!valid_schema(bad), "{bad:?}");
-        }
-    }
-}
-
 impl SessionStoreError {
     /// A driver error, classified: a lost or refused connection is `transport`, a lock or
     /// serialization conflict `store_locked`, a cancelled statement `timeout`, damaged data
@@ -480,4 +451,33 @@ fn classify(error: &tokio_postgres::Error) -> FailureKind {
         cause = e.source();
     }
     FailureKind::Other
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_display_form_never_holds_the_password() {
+        for url in [
+            "postgres://alice:s3cr3t-pw@db.example:6543/sessions?sslmode=disable",
+            "host=db.example port=6543 user=alice password=s3cr3t-pw dbname=sessions",
+        ] {
+            let config = tokio_postgres::Config::from_str(url).unwrap();
+            let shown = display_target(&config, "compaction");
+            assert_eq!(
+                shown,
+                "postgres://alice@db.example:6543/sessions (schema compaction)"
+            );
+        }
+    }
+
+    #[test]
+    fn schema_names_are_plain_identifiers() {
+        assert!(valid_schema("compaction"));
+        assert!(valid_schema("t_oracle_12"));
+        for bad in ["", "1abc", "Caps", "a;drop table x", "a b", &"x".repeat(64)] {
+            assert!(!valid_schema(bad), "{bad:?}");
+        }
+    }
 }
