@@ -4,6 +4,9 @@
 //! - `verify`: fmt, clippy (warnings denied), every test (unit, integration, doc), the purity
 //!   check on compaction-core, and the offline decision-quality evaluation.
 //! - `purity`: only the purity check.
+//! - `pg start|stop|url`: a throwaway PostgreSQL cluster for the PostgreSQL store's tests
+//!   (`verify` starts one itself when `COMPACTION_TEST_POSTGRES_URL` is unset and PostgreSQL is
+//!   installed, and stops it at the end).
 //! - `adk-interop`: the `compaction` binary against real Google ADK (Python venv, pinned ADK).
 //! - `eval-decision [--cases FILE | --sessions DIR [--per-turn]] [--adapter NAME]`: decision-quality
 //!   figures per split, or per labelled research session probing every turn.
@@ -13,12 +16,17 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::process::{Command, ExitCode};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 mod adk;
 mod eval;
 mod eval_summary;
+mod pg;
 mod purity;
+
+/// Environment `verify` adds to the cargo commands it runs (the throwaway cluster's URL).
+static CARGO_ENV: OnceLock<Vec<(&'static str, String)>> = OnceLock::new();
 
 /// One step of `verify`.
 struct Step {
@@ -29,6 +37,7 @@ struct Step {
 fn cargo(args: &[&str]) -> Result<(), String> {
     let status = Command::new(env!("CARGO"))
         .args(args)
+        .envs(CARGO_ENV.get().into_iter().flatten().map(|(k, v)| (*k, v)))
         .status()
         .map_err(|e| format!("could not run cargo {}: {e}", args.join(" ")))?;
     if status.success() {
@@ -74,9 +83,42 @@ fn steps() -> Vec<Step> {
     ]
 }
 
+/// The PostgreSQL tests' database for `verify`: the caller's `COMPACTION_TEST_POSTGRES_URL`,
+/// or a throwaway cluster started here when PostgreSQL is installed (returned to be stopped),
+/// or none (the tests then say they were skipped, and fail under `CI=true`).
+fn postgres_for_tests() -> Option<pg::Cluster> {
+    if std::env::var_os(pg::URL_VAR).is_some() {
+        eprintln!("xtask verify: PostgreSQL tests use ${}", pg::URL_VAR);
+        return None;
+    }
+    if pg::binaries().is_none() {
+        eprintln!(
+            "xtask verify: no PostgreSQL installed and {} unset: the PostgreSQL store's tests \
+             will be skipped (a failure under CI=true)",
+            pg::URL_VAR
+        );
+        return None;
+    }
+    match pg::start_cluster() {
+        Ok(cluster) => {
+            eprintln!(
+                "xtask verify: started a throwaway PostgreSQL for the tests: {}",
+                cluster.url
+            );
+            let _ = CARGO_ENV.set(vec![(pg::URL_VAR, cluster.url.clone())]);
+            Some(cluster)
+        }
+        Err(e) => {
+            eprintln!("xtask verify: could not start PostgreSQL ({e}); its tests will be skipped");
+            None
+        }
+    }
+}
+
 fn verify() -> ExitCode {
     let started = Instant::now();
     let mut failed = Vec::new();
+    let cluster = postgres_for_tests();
     let steps = steps();
     for step in &steps {
         let t = Instant::now();
@@ -92,6 +134,12 @@ fn verify() -> ExitCode {
                 failed.push(step.name);
             }
         }
+    }
+    if let Some(cluster) = cluster
+        && let Err(e) = pg::stop_cluster(&cluster)
+    {
+        eprintln!("xtask verify: stopping the throwaway PostgreSQL failed: {e}");
+        failed.push("pg-stop");
     }
     let total = started.elapsed().as_secs_f64();
     if failed.is_empty() {
@@ -122,6 +170,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some("pg") => pg::command(&args[1..]),
         Some("eval-decision") => eval::eval_decision(&args[1..]),
         Some("eval-summary") => eval_summary::eval_summary(&args[1..]),
         Some("adk-interop") => match adk::interop() {
@@ -132,7 +181,9 @@ fn main() -> ExitCode {
             }
         },
         _ => {
-            eprintln!("usage: cargo xtask <verify|purity|eval-decision|eval-summary|adk-interop>");
+            eprintln!(
+                "usage: cargo xtask <verify|purity|eval-decision|eval-summary|adk-interop|pg>"
+            );
             ExitCode::from(2)
         }
     }

@@ -295,6 +295,46 @@ pub enum SessionStoreError {
         /// Why ADK would refuse it or silently lose part of it.
         reason: String,
     },
+    /// A PostgreSQL failure (connection lost, server error, …). `database` is the connection
+    /// string without its password.
+    #[cfg(feature = "postgres")]
+    #[error("{database}: PostgreSQL failed while {operation}: {detail}")]
+    Postgres {
+        /// The database, without the password.
+        database: String,
+        /// What the store was doing (names the session when there is one).
+        operation: String,
+        /// What kind of failure it is (`transport` for a lost connection, `store_locked` for a
+        /// lock or serialization conflict, `store_corrupt` for damaged data, `timeout`).
+        kind: FailureKind,
+        /// The server's message (severity, text, SQLSTATE) or the driver's report.
+        detail: String,
+        /// The driver's report.
+        #[source]
+        source: Box<tokio_postgres::Error>,
+    },
+    /// No PostgreSQL connection could be had from the pool.
+    #[cfg(feature = "postgres")]
+    #[error("{database}: no PostgreSQL connection while {operation}: {detail}")]
+    PostgresPool {
+        /// The database, without the password.
+        database: String,
+        /// What the store was doing.
+        operation: String,
+        /// `timeout` when the pool's wait ran out, otherwise `transport`.
+        kind: FailureKind,
+        /// The pool's report.
+        detail: String,
+    },
+    /// The PostgreSQL connection string or options are not usable.
+    #[cfg(feature = "postgres")]
+    #[error("{database}: {detail}")]
+    PostgresConfig {
+        /// The database, without the password (or a placeholder when the string did not parse).
+        database: String,
+        /// What is wrong and the expected form.
+        detail: String,
+    },
 }
 
 impl SessionStoreError {
@@ -314,6 +354,9 @@ impl SessionStoreError {
             SessionStoreError::NotFound { .. } => FailureKind::NotFound,
             SessionStoreError::AlreadyExists { .. } => FailureKind::AlreadyExists,
             SessionStoreError::NonIncreasingTimestamp { .. } => FailureKind::NonIncreasingTimestamp,
+            #[cfg(feature = "postgres")]
+            SessionStoreError::Postgres { kind, .. }
+            | SessionStoreError::PostgresPool { kind, .. } => *kind,
             _ => FailureKind::Other,
         }
     }

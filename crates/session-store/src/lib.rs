@@ -20,6 +20,10 @@
 //! Google ADK sessions database; [`detect_layout`] tells which kind a file is. The native
 //! store refuses to open an ADK file ([`SessionStoreError::ForeignDatabase`]).
 //!
+//! With the cargo feature `postgres`, [`PostgresStore`](crate::postgres::PostgresStore)
+//! (module [`postgres`](crate::postgres)) implements the same port with the same design on a
+//! PostgreSQL database shared by several service replicas.
+//!
 //! # Rewinds
 //! A rewind event can drop (or bring back) any part of the history. Every event row carries an
 //! `in_view` flag (kept by `apply_rewinds` and unscoped) and every compaction a `subsumed` flag.
@@ -95,6 +99,8 @@ mod error;
 mod header;
 mod integrity;
 mod port;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 mod schema;
 mod store;
 
@@ -102,6 +108,8 @@ pub use adk::{AdkFlavor, Layout, detect_layout};
 pub use error::SessionStoreError;
 pub use integrity::{IntegrityCheck, MAX_REPORTED, check_integrity};
 pub use port::{AdkStore, SqliteStore};
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresStore};
 pub use schema::SCHEMA_VERSION;
 pub use store::{Durability, OpenOptions, SessionHeader};
 

@@ -1,0 +1,606 @@
+//! `PostgresStore` against a real PostgreSQL (feature `postgres`).
+//!
+//! The tests read the database URL from `COMPACTION_TEST_POSTGRES_URL` (`cargo xtask pg start`
+//! prints one; `cargo xtask verify` starts a cluster itself when PostgreSQL is installed). Each
+//! test works in its own PostgreSQL schema, so they run in parallel on one database. Without
+//! the variable they print a SKIPPED line and pass, except under `CI=true`, where a missing
+//! database fails them.
+#![cfg(feature = "postgres")]
+
+mod common;
+
+use std::io::Write;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::history;
+use compaction_core::history::{latest_view_timestamp, timestamp_may_follow};
+use compaction_core::testing::{
+    EventFactory, RecordingSummarizer, ScriptedDecisionModel, SequentialIds, SteppingClock,
+};
+use compaction_core::{
+    Engine, Event, FailureKind, Outcome, Revision, SessionKey, SessionStore, StoreError,
+    assemble_context, compaction_history, gate_input, live_tail,
+};
+use proptest::prelude::*;
+use serde_json::Map;
+use session_store::postgres::POSTGRES_SCHEMA_VERSION;
+use session_store::{PostgresOptions, PostgresStore, SessionStoreError};
+use tokio_postgres::NoTls;
+
+const URL_VAR: &str = "COMPACTION_TEST_POSTGRES_URL";
+
+/// The test database's URL, or `None` after printing why the test is skipped. Under
+/// `CI=true` a missing URL fails the test.
+fn database_url(test: &str) -> Option<String> {
+    match std::env::var(URL_VAR) {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            let msg = format!(
+                "SKIPPED {test}: {URL_VAR} is unset (start a database with `cargo xtask pg start` \
+                 and export the URL it prints, or run `cargo xtask verify`)"
+            );
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "{msg}; under CI=true the PostgreSQL tests must run"
+            );
+            // The real stderr, past the test harness's capture.
+            let _ = writeln!(std::io::stderr(), "{msg}");
+            None
+        }
+    }
+}
+
+/// A schema name no other test (or earlier run) uses.
+fn unique_schema(test: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "t_{test}_{}_{}_{}",
+        std::process::id(),
+        nanos,
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+async fn store_in(url: &str, schema: &str) -> PostgresStore {
+    PostgresStore::connect_with(url, PostgresOptions::default().schema(schema))
+        .await
+        .expect("connect the PostgreSQL store")
+}
+
+/// A store in a fresh schema of its own.
+async fn fresh_store(url: &str, test: &str) -> (PostgresStore, String) {
+    let schema = unique_schema(test);
+    (store_in(url, &schema).await, schema)
+}
+
+/// A plain connection for the test's own SQL.
+async fn admin(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .expect("admin connection");
+    tokio::spawn(connection);
+    client
+}
+
+fn key(n: u64) -> SessionKey {
+    SessionKey::new("zocrates", "user-1", format!("session-{n}"))
+}
+
+/// One property case: every append checked against the core, as the SQLite oracle does.
+async fn oracle_case(
+    store: &PostgresStore,
+    replica: &PostgresStore,
+    key: &SessionKey,
+    events: &[Event],
+) -> Result<(), TestCaseError> {
+    store
+        .create_session(key, Map::new())
+        .await
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let mut revision = Revision(0);
+    let mut accepted: Vec<Event> = Vec::new();
+    for event in events {
+        if !timestamp_may_follow(latest_view_timestamp(&accepted), event) {
+            let refused = store.append(key, revision, event.clone()).await;
+            let typed = matches!(refused, Err(StoreError::NonIncreasingTimestamp { .. }));
+            prop_assert!(typed, "{:?}", refused);
+            prop_assert_eq!(store.header(key).await.unwrap().revision, revision);
+            continue;
+        }
+        accepted.push(event.clone());
+        let i = accepted.len() - 1;
+        if i > 0 {
+            // A writer that read an older revision is refused and writes nothing.
+            let stale = store
+                .append(key, Revision(revision.0 - 1), event.clone())
+                .await;
+            let refused = matches!(
+                stale,
+                Err(StoreError::Stale { actual, .. }) if actual == revision
+            );
+            prop_assert!(refused, "{:?}", stale);
+        }
+        revision = store.append(key, revision, event.clone()).await.unwrap();
+        prop_assert_eq!(revision, Revision(i as u64 + 1));
+        let prefix = &accepted[..];
+        // The header as another replica (its own pool) reads it.
+        let header = replica.header(key).await.unwrap();
+        prop_assert_eq!(header.revision, revision);
+        prop_assert_eq!(header.gate, gate_input(prefix), "header after event {}", i);
+        let snapshot = store.gate_snapshot(key).await.unwrap();
+        prop_assert_eq!(snapshot.input, gate_input(prefix));
+        prop_assert_eq!(
+            store.load_context(key).await.unwrap(),
+            assemble_context(prefix),
+            "context after event {}",
+            i
+        );
+        prop_assert_eq!(
+            store.load_live_tail(key).await.unwrap().events,
+            live_tail(prefix),
+            "live tail after event {}",
+            i
+        );
+        prop_assert_eq!(
+            store.compaction_history(key).await.unwrap(),
+            compaction_history(prefix),
+            "compaction history after event {}",
+            i
+        );
+    }
+    let session = replica.load(key).await.unwrap();
+    prop_assert_eq!(session.revision, revision);
+    prop_assert_eq!(&session.events, &accepted);
+    Ok(())
+}
+
+/// The oracle property of the SQLite store, on PostgreSQL: after every append the header, the
+/// context, the live tail and the compaction history equal compaction-core's functions of the
+/// whole history; stale and non-increasing appends are refused and write nothing; the stored
+/// history is the accepted one, event for event.
+#[test]
+fn postgres_store_matches_the_oracle_after_every_append() {
+    let Some(url) = database_url("postgres_store_matches_the_oracle_after_every_append") else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (store, schema) = runtime.block_on(fresh_store(&url, "oracle"));
+    let replica = runtime.block_on(store_in(&url, &schema));
+    let cases = AtomicU64::new(0);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(64));
+    let result = runner.run(&history(40), |events| {
+        let key = key(cases.fetch_add(1, Ordering::Relaxed));
+        runtime.block_on(oracle_case(&store, &replica, &key, &events))
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+/// Many tasks on two stores (two pools, as two replicas) race to append on the revision they
+/// all read: in every round exactly one wins, every other is refused as stale naming the
+/// winner's revision, and the stored history holds the winners only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_appends_on_one_revision_have_exactly_one_winner() {
+    let Some(url) = database_url("racing_appends_on_one_revision_have_exactly_one_winner") else {
+        return;
+    };
+    let (a, schema) = fresh_store(&url, "race").await;
+    let b = store_in(&url, &schema).await;
+    let key = key(0);
+    a.create_session(&key, Map::new()).await.unwrap();
+    let racers = 16;
+    let mut f = EventFactory::new();
+    let mut winners: Vec<Event> = Vec::new();
+    let mut revision = Revision(0);
+    for round in 0..10 {
+        let offers: Vec<Event> = (0..racers)
+            .map(|i| {
+                f.user(
+                    &format!("inv-{round}-{i}"),
+                    &format!("offer {i} of round {round}"),
+                )
+            })
+            .collect();
+        let barrier = Arc::new(tokio::sync::Barrier::new(racers));
+        let tasks: Vec<_> = offers
+            .iter()
+            .cloned()
+            .enumerate()
+            .map(|(i, event)| {
+                let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+                let (key, barrier) = (key.clone(), barrier.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    store.append(&key, revision, event).await
+                })
+            })
+            .collect();
+        let mut won = Vec::new();
+        for (i, task) in tasks.into_iter().enumerate() {
+            match task.await.unwrap() {
+                Ok(new) => won.push((i, new)),
+                Err(StoreError::Stale {
+                    expected, actual, ..
+                }) => {
+                    assert_eq!(expected, revision);
+                    assert_eq!(actual, Revision(revision.0 + 1));
+                }
+                Err(other) => panic!("round {round}, racer {i}: {other}"),
+            }
+        }
+        assert_eq!(won.len(), 1, "round {round}: {won:?}");
+        let (i, new) = won[0];
+        assert_eq!(new, Revision(revision.0 + 1));
+        revision = new;
+        winners.push(offers[i].clone());
+    }
+    let session = b.load(&key).await.unwrap();
+    assert_eq!(session.revision, revision);
+    assert_eq!(session.events, winners);
+    assert_eq!(a.header(&key).await.unwrap().gate, gate_input(&winners));
+}
+
+/// The store's connection is terminated by the server (`pg_terminate_backend`) while an append
+/// is inside its transaction (its compare-and-set done, its insert waiting on a lock the test
+/// holds): the append fails with a named `transport` store error, nothing of it is written
+/// (the revision included), and the next call works on a new connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_killed_mid_append_is_a_named_error_and_writes_nothing() {
+    let Some(url) =
+        database_url("a_connection_killed_mid_append_is_a_named_error_and_writes_nothing")
+    else {
+        return;
+    };
+    let schema = unique_schema("fault");
+    let app = format!("fault_{schema}");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let store = PostgresStore::connect_with(
+        &format!("{url}{sep}application_name={app}"),
+        PostgresOptions::default()
+            .schema(&schema)
+            .max_connections(1),
+    )
+    .await
+    .unwrap();
+    let key = key(0);
+    store.create_session(&key, Map::new()).await.unwrap();
+    let mut f = EventFactory::new();
+    let mut revision = Revision(0);
+    let mut written = Vec::new();
+    for e in f.conversational_turn("i1", "q1", "a1") {
+        revision = store.append(&key, revision, e.clone()).await.unwrap();
+        written.push(e);
+    }
+
+    let mut blocker = admin(&url).await;
+    let lock = blocker.transaction().await.unwrap();
+    lock.batch_execute(&format!("LOCK TABLE {schema}.events IN SHARE MODE"))
+        .await
+        .unwrap();
+    let victim = f.user("i2", "q2");
+    let append = tokio::spawn({
+        let (store, key, victim) = (store.clone(), key.clone(), victim.clone());
+        async move { store.append(&key, revision, victim).await }
+    });
+    // Wait until the append is inside its transaction, blocked on the events table.
+    let watcher = admin(&url).await;
+    let started = Instant::now();
+    let pid: i32 = loop {
+        let waiting = watcher
+            .query_opt(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = $1 \
+                 AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO events%'",
+                &[&app],
+            )
+            .await
+            .unwrap();
+        if let Some(row) = waiting {
+            break row.get(0);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the append never blocked on the events table"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let killed: bool = watcher
+        .query_one("SELECT pg_terminate_backend($1)", &[&pid])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(killed);
+    let failed = append.await.unwrap().unwrap_err();
+    lock.commit().await.unwrap();
+    assert_eq!(failed.kind(), FailureKind::Transport, "{failed}");
+    let message = failed.to_string();
+    assert!(
+        message.contains("PostgreSQL failed while storing event")
+            && message.contains(&key.to_string())
+            && message.contains("terminating connection"),
+        "{message}"
+    );
+    // Nothing of the killed append was written, and the next call reconnects (one connection
+    // in the pool: the broken one was dropped).
+    let session = store.load(&key).await.unwrap();
+    assert_eq!(session.revision, revision);
+    assert_eq!(session.events, written);
+    let after = store.append(&key, revision, victim.clone()).await.unwrap();
+    assert_eq!(after, Revision(revision.0 + 1));
+    written.push(victim);
+    assert_eq!(store.load(&key).await.unwrap().events, written);
+}
+
+/// The port's typed errors, and the engine's whole post-turn path through the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_engine_compacts_through_the_postgres_store() {
+    let Some(url) = database_url("the_engine_compacts_through_the_postgres_store") else {
+        return;
+    };
+    let (store, _) = fresh_store(&url, "engine").await;
+    let key = key(0);
+    assert!(matches!(
+        store.load(&key).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        store
+            .append(&key, Revision(0), EventFactory::new().user("a", "q"))
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    store.create_session(&key, Map::new()).await.unwrap();
+    let again = store.create_session(&key, Map::new()).await.unwrap_err();
+    assert_eq!(again.kind(), FailureKind::AlreadyExists);
+
+    let summarizer = Arc::new(RecordingSummarizer::new());
+    let engine = Engine::builder(
+        Arc::new(ScriptedDecisionModel::constant(0.9)),
+        summarizer.clone(),
+        Arc::new(store.clone()),
+        Arc::new(SteppingClock::starting_at(1_800_000_000)),
+        Arc::new(SequentialIds::default()),
+    )
+    .build()
+    .unwrap();
+    let mut f = EventFactory::new();
+    let mut revision = Revision(0);
+    let mut outcomes = Vec::new();
+    for turn in 0..6 {
+        let inv = format!("inv{turn}");
+        let mut events = f.conversational_turn(&inv, &format!("question {turn}"), "answer");
+        events[1] = events[1].clone().with_prompt_tokens(40_000 + 10_000 * turn);
+        for e in events {
+            revision = store.append(&key, revision, e).await.unwrap();
+        }
+        let outcome = engine.evaluate_and_compact(&key).await;
+        if let Outcome::Compressed(c) = &outcome {
+            revision = c.revision;
+        }
+        outcomes.push(outcome);
+    }
+    assert!(
+        outcomes.iter().any(|o| matches!(o, Outcome::Compressed(_))),
+        "{outcomes:?}"
+    );
+    assert!(summarizer.calls() >= 1);
+    let session = store.load(&key).await.unwrap();
+    assert_eq!(session.revision, revision);
+    let context = store.load_context(&key).await.unwrap();
+    assert!(context.summary().is_some());
+    assert_eq!(context, assemble_context(&session.events));
+    assert_eq!(
+        store.gate_snapshot(&key).await.unwrap().input,
+        gate_input(&session.events)
+    );
+}
+
+/// Shadow decisions are kept beside the session, in order; recording one leaves the revision
+/// alone; a store connected later reads them back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shadow_decisions_round_trip() {
+    let Some(url) = database_url("shadow_decisions_round_trip") else {
+        return;
+    };
+    let (store, schema) = fresh_store(&url, "shadow").await;
+    let key = key(0);
+    store.create_session(&key, Map::new()).await.unwrap();
+    let mut f = EventFactory::new();
+    let mut revision = Revision(0);
+    for i in 0..6 {
+        for e in f.conversational_turn(&format!("i{i}"), &format!("q{i}"), &format!("a{i}")) {
+            revision = store
+                .append(&key, revision, e.with_prompt_tokens(60_000))
+                .await
+                .unwrap();
+        }
+    }
+    let engine = Engine::builder(
+        Arc::new(ScriptedDecisionModel::scripted([Ok(0.91), Ok(0.12)])),
+        Arc::new(RecordingSummarizer::new()),
+        Arc::new(store.clone()),
+        Arc::new(SteppingClock::starting_at(1_800_000_000)),
+        Arc::new(SequentialIds::default()),
+    )
+    .shadow(true)
+    .build()
+    .unwrap();
+    for _ in 0..2 {
+        let outcome = engine.evaluate_and_compact(&key).await;
+        assert!(
+            matches!(
+                outcome,
+                Outcome::Shadowed {
+                    not_recorded: None,
+                    ..
+                }
+            ),
+            "{outcome:?}"
+        );
+    }
+    assert_eq!(store.gate_snapshot(&key).await.unwrap().revision, revision);
+    let later = store_in(&url, &schema).await;
+    let decisions = later.decisions(&key).await.unwrap();
+    let ps: Vec<_> = decisions.iter().map(|d| d.probability).collect();
+    assert_eq!(ps, [Some(0.91), Some(0.12)]);
+    assert_eq!(decisions[0].turn, 6);
+}
+
+/// A tracing writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The same URL in libpq's key=value form with a password added (the test cluster trusts
+/// every connection, so the password is accepted and ignored).
+fn with_password(url: &str, password: &str) -> String {
+    let config = tokio_postgres::Config::from_str(url).unwrap();
+    let host = match &config.get_hosts()[0] {
+        tokio_postgres::config::Host::Tcp(h) => h.clone(),
+        tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+    };
+    format!(
+        "host={host} port={} user={} dbname={} password={password}",
+        config.get_ports().first().copied().unwrap_or(5432),
+        config.get_user().unwrap_or("postgres"),
+        config.get_dbname().unwrap_or("postgres"),
+    )
+}
+
+/// A password in the connection string never shows: not in `Debug`, not in `database()`, not
+/// in the log lines (the migration's), not in errors (a refused connection, a string that does
+/// not parse, a session that is not there).
+#[test]
+fn a_password_never_appears_in_errors_logs_or_debug() {
+    let Some(url) = database_url("a_password_never_appears_in_errors_logs_or_debug") else {
+        return;
+    };
+    const SECRET: &str = "hunter2-Secret-pw";
+    let logs = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer({
+            let logs = logs.clone();
+            move || logs.clone()
+        })
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .finish();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut shown: Vec<String> = Vec::new();
+    tracing::subscriber::with_default(subscriber, || {
+        runtime.block_on(async {
+            let schema = unique_schema("secret");
+            let store = PostgresStore::connect_with(
+                &with_password(&url, SECRET),
+                PostgresOptions::default().schema(&schema),
+            )
+            .await
+            .unwrap();
+            shown.push(format!("{store:?}"));
+            shown.push(store.database().to_owned());
+            let missing = store.load(&key(9)).await.unwrap_err();
+            shown.push(missing.to_string());
+            shown.push(format!("{missing:?}"));
+
+            // Nothing listens on this port: the connection is refused.
+            let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = closed.local_addr().unwrap().port();
+            drop(closed);
+            let refused = PostgresStore::connect(&format!(
+                "postgres://alice:{SECRET}@127.0.0.1:{port}/db?connect_timeout=5"
+            ))
+            .await
+            .unwrap_err();
+            assert_eq!(refused.failure_kind(), FailureKind::Transport, "{refused}");
+            shown.push(refused.to_string());
+            shown.push(format!("{refused:?}"));
+
+            for bad in [
+                format!("postgres://alice:{SECRET}@127.0.0.1:notaport/db"),
+                format!("host=127.0.0.1 password={SECRET} port=x"),
+                format!("postgres://alice:{SECRET}@127.0.0.1/db?nonsense_option={SECRET}"),
+            ] {
+                let err = PostgresStore::connect(&bad).await.unwrap_err();
+                assert!(
+                    matches!(err, SessionStoreError::PostgresConfig { .. }),
+                    "{err:?}"
+                );
+                shown.push(err.to_string());
+                shown.push(format!("{err:?}"));
+            }
+        });
+    });
+    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(logs.contains("migrated session store"), "{logs}");
+    assert!(shown[0].contains("PostgresStore") && shown[0].contains("postgres@"));
+    for text in shown.iter().chain([&logs]) {
+        assert!(!text.contains(SECRET), "the password leaked: {text}");
+    }
+}
+
+/// Replicas starting together migrate once; a database written by a newer build is refused
+/// and left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrations_run_once_and_a_newer_schema_is_refused() {
+    let Some(url) = database_url("migrations_run_once_and_a_newer_schema_is_refused") else {
+        return;
+    };
+    let schema = unique_schema("migrate");
+    let connects: Vec<_> = (0..4)
+        .map(|_| {
+            let (url, schema) = (url.clone(), schema.clone());
+            tokio::spawn(async move {
+                PostgresStore::connect_with(&url, PostgresOptions::default().schema(&schema)).await
+            })
+        })
+        .collect();
+    for connect in connects {
+        connect.await.unwrap().unwrap();
+    }
+    let client = admin(&url).await;
+    let versions: Vec<i64> = client
+        .query(&format!("SELECT version FROM {schema}.schema_version"), &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(versions, [POSTGRES_SCHEMA_VERSION]);
+    client
+        .execute(
+            &format!("UPDATE {schema}.schema_version SET version = version + 1"),
+            &[],
+        )
+        .await
+        .unwrap();
+    let refused = PostgresStore::connect_with(&url, PostgresOptions::default().schema(&schema))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, SessionStoreError::FutureSchema { found, .. } if found == POSTGRES_SCHEMA_VERSION + 1),
+        "{refused:?}"
+    );
+    let bad_schema =
+        PostgresStore::connect_with(&url, PostgresOptions::default().schema("Bad; drop"))
+            .await
+            .unwrap_err();
+    assert!(bad_schema.to_string().contains("lowercase SQL identifier"));
+}
