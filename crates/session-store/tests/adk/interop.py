@@ -380,9 +380,11 @@ async def interop(label: str, service, db: Path, binary: str, config: Path) -> N
         contents and contents[0].role == "model" and texts(contents[:1]) == [summary],
         f"[{label}] the summary comes first: {dump(contents[:1])}",
     )
+    # The covered turns' own messages are gone; the summary (the first entry) may restate their
+    # figures: the chat summarizer's facts ledger carries them forward on purpose.
     for i in range(1, TURNS - RETAINED + 1):
         check(
-            not any(user_text(i) in t or answer_text(i) in t for t in all_texts),
+            not any(user_text(i) in t or answer_text(i) in t for t in all_texts[1:]),
             f"[{label}] covered turn {i} is gone from the prompt",
         )
     check(
