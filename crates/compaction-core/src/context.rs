@@ -40,22 +40,37 @@ impl CompactionRange {
     }
 }
 
+/// What a store records when a compaction joins the view ([`subsumption_on_append`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendedCompaction {
+    /// Positions that are subsumed from now on (the new compaction's own, when an earlier one
+    /// strictly contains it).
+    pub newly_subsumed: Vec<i64>,
+    /// The live compaction afterwards.
+    pub live: Option<CompactionRange>,
+}
+
 /// What changes when `new` (appended after every compaction of `live_candidates`, the view's
-/// compactions that no other subsumes) joins the view: the positions it subsumes, and whether
-/// it is subsumed itself. Subsumption only grows on append, and containment is transitive, so
-/// the non-subsumed compactions are the only ones to look at: the incremental form of
-/// [`subsumed_compaction_ids`] that a store calls on append.
+/// compactions that no other subsumes) joins the view: the positions that become subsumed and
+/// the live compaction afterwards. Subsumption only grows on append, and containment is
+/// transitive, so the non-subsumed compactions are the only ones to look at: the incremental
+/// form of [`subsumed_compaction_ids`] and [`live_compaction_index`] that a store calls on append.
 pub fn subsumption_on_append(
     live_candidates: &[CompactionRange],
     new: CompactionRange,
-) -> (Vec<i64>, bool) {
-    let newly_subsumed = live_candidates
-        .iter()
-        .filter(|c| new.subsumes(c))
-        .map(|c| c.position)
-        .collect();
-    let subsumed = live_candidates.iter().any(|c| c.subsumes(&new));
-    (newly_subsumed, subsumed)
+) -> AppendedCompaction {
+    let new_subsumed = live_candidates.iter().any(|c| c.subsumes(&new));
+    let (mut newly_subsumed, mut remaining): (Vec<CompactionRange>, Vec<CompactionRange>) =
+        live_candidates.iter().partition(|c| new.subsumes(c));
+    if new_subsumed {
+        newly_subsumed.push(new);
+    } else {
+        remaining.push(new);
+    }
+    AppendedCompaction {
+        newly_subsumed: newly_subsumed.iter().map(|c| c.position).collect(),
+        live: live_among(&remaining),
+    }
 }
 
 /// The live compaction among non-subsumed ones: the greatest end, ties to the later.

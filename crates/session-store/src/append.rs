@@ -9,7 +9,7 @@
 //! - a rewind recomputes every flag and the header from the whole history with
 //!   compaction-core's own functions (cost grows with the history; rewinds are rare user edits).
 
-use compaction_core::context::{CompactionRange, live_among, subsumption_on_append};
+use compaction_core::context::{CompactionRange, subsumption_on_append};
 use compaction_core::history::timestamp_may_follow;
 use compaction_core::{Event, EventCompaction, Revision, SessionKey, Timestamp};
 use rusqlite::{Transaction, TransactionBehavior};
@@ -171,7 +171,7 @@ impl SqliteStore {
 
     /// A compaction `compaction` joined the view at `seq`: updates subsumption, then the live
     /// compaction and the turn count, as compaction-core decides them
-    /// ([`subsumption_on_append`], [`live_among`]) from the view's non-subsumed compactions
+    /// ([`subsumption_on_append`]) from the view's non-subsumed compactions
     /// (read through the `events_view_compactions` index; with rolling consolidation there is
     /// one). The live compaction is either the new one (the count restarts) or unchanged;
     /// anything else would mean the flags drifted, and the header is recomputed.
@@ -219,22 +219,13 @@ impl SqliteStore {
             start: compaction.start_timestamp,
             end: compaction.end_timestamp,
         };
-        let (newly_subsumed, new_subsumed) = subsumption_on_append(&candidates, new);
-        for position in newly_subsumed
-            .iter()
-            .copied()
-            .chain(new_subsumed.then_some(seq))
-        {
+        let appended = subsumption_on_append(&candidates, new);
+        for &position in &appended.newly_subsumed {
             tx.prepare_cached("UPDATE events SET subsumed = 1 WHERE session_pk = ?1 AND seq = ?2")
                 .and_then(|mut stmt| stmt.execute((row.pk, position)))
                 .map_err(self.sqlite_error(op))?;
         }
-        let remaining: Vec<CompactionRange> = candidates
-            .into_iter()
-            .filter(|c| !newly_subsumed.contains(&c.position))
-            .chain((!new_subsumed).then_some(new))
-            .collect();
-        let live = live_among(&remaining).map(|l| LiveRef {
+        let live = appended.live.map(|l| LiveRef {
             seq: l.position,
             start: l.start.seconds(),
             end: l.end.seconds(),

@@ -9,7 +9,7 @@
 //! refused as stale. Any failure after the compare-and-set returns before `COMMIT`, and the
 //! dropped transaction is rolled back: nothing is half-written, the revision included.
 
-use compaction_core::context::{CompactionRange, live_among, subsumption_on_append};
+use compaction_core::context::{CompactionRange, subsumption_on_append};
 use compaction_core::history::timestamp_may_follow;
 use compaction_core::{Event, EventCompaction, Revision, SessionKey, Timestamp};
 use deadpool_postgres::{Object, Transaction};
@@ -271,26 +271,16 @@ impl PostgresStore {
             start: compaction.start_timestamp,
             end: compaction.end_timestamp,
         };
-        let (newly_subsumed, new_subsumed) = subsumption_on_append(&candidates, new);
-        let positions: Vec<i64> = newly_subsumed
-            .iter()
-            .copied()
-            .chain(new_subsumed.then_some(seq))
-            .collect();
-        if !positions.is_empty() {
+        let appended = subsumption_on_append(&candidates, new);
+        if !appended.newly_subsumed.is_empty() {
             tx.execute(
                 "UPDATE events SET subsumed = TRUE WHERE session_pk = $1 AND seq = ANY($2)",
-                &[&row.pk, &positions],
+                &[&row.pk, &appended.newly_subsumed],
             )
             .await
             .map_err(self.pg(op))?;
         }
-        let remaining: Vec<CompactionRange> = candidates
-            .into_iter()
-            .filter(|c| !newly_subsumed.contains(&c.position))
-            .chain((!new_subsumed).then_some(new))
-            .collect();
-        let live = live_among(&remaining).map(|l| LiveRef {
+        let live = appended.live.map(|l| LiveRef {
             seq: l.position,
             start: l.start.seconds(),
             end: l.end.seconds(),
