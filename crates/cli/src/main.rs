@@ -30,7 +30,7 @@ mod wiring;
 use cli::replay::{OutcomeSummary, Replay, TurnRecord};
 use cli::transcript;
 use error::CliError;
-use wiring::{ConfigSource, MonotonicClock, ProcessIds, Wiring, wire};
+use wiring::{ConfigSource, ProcessIds, SystemClock, Wiring, wire};
 
 /// The bundled demo conversation.
 const DEMO_TRANSCRIPT: &str = include_str!("../demo/research-conversation.jsonl");
@@ -441,7 +441,7 @@ fn open_existing(db: &std::path::Path, access: Access) -> Result<ExistingStore, 
 fn build_engine(
     wiring: &Wiring,
     store: Arc<dyn compaction_core::SessionStore>,
-    clock: Arc<MonotonicClock>,
+    clock: Arc<SystemClock>,
     ids: Arc<ProcessIds>,
     telemetry: Arc<dyn compaction_core::Telemetry>,
 ) -> Result<Engine, CliError> {
@@ -477,7 +477,7 @@ async fn replay_turns(
     let (telemetry, guard, span_config) =
         wiring::telemetry(otlp.request().map_err(CliError::Other)?)?;
     init_logging(guard.as_ref());
-    let clock = Arc::new(MonotonicClock::default());
+    let clock = Arc::new(SystemClock::default());
     let ids = Arc::new(ProcessIds::default());
     let engine = build_engine(
         &wiring,
@@ -674,7 +674,7 @@ async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), 
     let engine = build_engine(
         &wiring,
         store.port(),
-        Arc::new(MonotonicClock::default()),
+        Arc::new(SystemClock::default()),
         Arc::new(ProcessIds::default()),
         telemetry,
     )?;

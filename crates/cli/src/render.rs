@@ -169,21 +169,6 @@ fn shorten(text: &str, max_chars: usize) -> String {
     }
 }
 
-/// `text` with every control character (ESC, BEL, NUL, bidi overrides, …) shown as its
-/// `\u{…}` escape, so that session text can never drive the operator's terminal.
-pub(crate) fn terminal_safe(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-            if (c.is_control() && c != '\n' && c != '\t') || bidi {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@ use service::http::{CoordinatorConfig, ServeOptions, Server, select_coordinator,
 use service::{LaneConfig, Lanes};
 
 use crate::error::CliError;
-use crate::wiring::{self, ConfigSource, MonotonicClock, ProcessIds, wire};
+use crate::wiring::{self, ConfigSource, ProcessIds, SystemClock, wire};
 
 /// What `compaction serve` was asked.
 pub(crate) struct ServeArgs {
@@ -58,7 +58,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
     let store = crate::open_store(&args.db)?;
     let (telemetry, guard, _) = wiring::telemetry(args.otlp)?;
     crate::init_logging(guard.as_ref());
-    let clock = Arc::new(MonotonicClock::default());
+    let clock = Arc::new(SystemClock::default());
     let ids = Arc::new(ProcessIds::default());
     let engine = crate::build_engine(
         &wiring,

@@ -13,7 +13,7 @@ use decision_client::tuning::{
 use serde_json::Value;
 
 use crate::error::CliError;
-use crate::render::terminal_safe;
+use crate::render::for_terminal;
 
 /// The table `compaction decisions` prints.
 pub(crate) fn decisions_table(decisions: &[DecisionRecord]) -> String {
@@ -42,8 +42,8 @@ pub(crate) fn decisions_table(decisions: &[DecisionRecord]) -> String {
                 .map_or_else(|| "-".to_owned(), |t| t.to_string()),
             if d.backstop { "backstop" } else { "probe" },
             p,
-            terminal_safe(&verdict),
-            terminal_safe(&model),
+            for_terminal(&verdict),
+            for_terminal(&model),
             d.state_hash,
         ));
     }
@@ -89,7 +89,7 @@ pub(crate) fn read_labels(path: &Path) -> Result<BTreeMap<usize, bool>, CliError
             CliError::Input(format!(
                 "{shown}:{}: expected `turn,label` (a turn number and true/false/1/0), got {:?}",
                 i + 1,
-                terminal_safe(line)
+                for_terminal(line)
             ))
         };
         let (turn, label) = line.split_once(',').ok_or_else(bad)?;

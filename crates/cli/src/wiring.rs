@@ -284,7 +284,7 @@ pub(crate) fn telemetry(otlp: OtlpRequest) -> Result<Spans, CliError> {
     Ok((Arc::new(guard.telemetry(config)), Some(guard), config))
 }
 
-pub(crate) use service::{ProcessIds, SystemClock as MonotonicClock, run_id};
+pub(crate) use service::{ProcessIds, SystemClock, run_id};
 
 /// Displays a path for messages.
 pub(crate) fn shown(path: &Path) -> String {
