@@ -2,261 +2,24 @@
 //! wiremock upstreams for the coordinator, the engine with the lanes. Order is checked with
 //! channels and the mocks' received requests, never with sleeps.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+mod common;
 
+use std::sync::Arc;
+
+use common::*;
 use compaction_core::testing::ScriptedDecisionModel;
 use compaction_core::{
-    AdapterError, DecisionModel, Engine, ModelInfo, SessionKey, SessionStore, Settings, Summarizer,
-    Summary, SummaryRequest, assemble_context, async_trait, compaction_history,
+    AdapterError, ModelInfo, SessionStore, assemble_context, async_trait, compaction_history,
 };
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use service::http::{
     Coordinator, CoordinatorRequest, OfflineCoordinator, OpenAiCompatible, ReplyChunk, ReplyStream,
-    SelectedCoordinator, ServeOptions, Server,
+    ServeOptions,
 };
-use service::{LaneConfig, Lanes, ProcessIds, SystemClock};
-use session_store::SqliteStore;
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_stream::StreamExt as _;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
-
-/// Answers once the test adds a permit; tells the test when a call starts.
-struct GatedSummarizer {
-    started: mpsc::UnboundedSender<usize>,
-    release: Arc<Semaphore>,
-    calls: AtomicUsize,
-}
-
-#[async_trait]
-impl Summarizer for GatedSummarizer {
-    fn info(&self) -> ModelInfo {
-        ModelInfo::new("test", "local", "gated")
-    }
-
-    async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, AdapterError> {
-        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        let _ = self.started.send(n);
-        self.release.acquire().await?.forget();
-        Ok(Summary::new(format!(
-            "ROLLING-SUMMARY-{n} of {} turns.",
-            request.turns.len()
-        )))
-    }
-}
-
-fn gated() -> (
-    Arc<GatedSummarizer>,
-    mpsc::UnboundedReceiver<usize>,
-    Arc<Semaphore>,
-) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let release = Arc::new(Semaphore::new(0));
-    let s = Arc::new(GatedSummarizer {
-        started: tx,
-        release: release.clone(),
-        calls: AtomicUsize::new(0),
-    });
-    (s, rx, release)
-}
-
-struct Running {
-    base: String,
-    store: Arc<SqliteStore>,
-    server: Server,
-    http: reqwest::Client,
-    stop: Option<oneshot::Sender<()>>,
-    served: tokio::task::JoinHandle<std::io::Result<bool>>,
-    _dir: tempfile::TempDir,
-}
-
-fn settings() -> Settings {
-    Settings {
-        adaptive_compaction_min_turns: 3,
-        adaptive_compaction_retention_turns: 2,
-        adaptive_compaction_token_floor: 10,
-        ..Settings::default()
-    }
-}
-
-async fn start(
-    coordinator: Arc<dyn Coordinator>,
-    decision: Arc<dyn DecisionModel>,
-    summarizer: Arc<dyn Summarizer>,
-    options: ServeOptions,
-) -> Running {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = Arc::new(SqliteStore::open(dir.path().join("sessions.db")).expect("store"));
-    let clock = Arc::new(SystemClock::default());
-    let ids = Arc::new(ProcessIds::default());
-    let engine = Engine::builder(
-        decision,
-        summarizer,
-        store.clone(),
-        clock.clone(),
-        ids.clone(),
-    )
-    .settings(settings())
-    .build()
-    .expect("engine");
-    let lanes = Lanes::new(
-        Arc::new(engine),
-        LaneConfig::default().max_wait(Duration::from_secs(30)),
-    );
-    let server = Server::new(
-        store.clone(),
-        lanes,
-        SelectedCoordinator {
-            coordinator,
-            reason: "test coordinator".to_owned(),
-        },
-        clock,
-        ids,
-        options,
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let (stop, stopped) = oneshot::channel::<()>();
-    let served = tokio::spawn(server.clone().serve(listener, async {
-        let _ = stopped.await;
-    }));
-    Running {
-        base,
-        store,
-        server,
-        http: reqwest::Client::new(),
-        stop: Some(stop),
-        served,
-        _dir: dir,
-    }
-}
-
-/// One SSE event as the client read it.
-#[derive(Debug, Clone)]
-struct Sse {
-    event: String,
-    data: String,
-}
-
-/// Reads SSE events from a response until it ends, handing each to `seen` as it arrives.
-async fn read_sse(response: reqwest::Response, mut seen: impl FnMut(&Sse)) -> Vec<Sse> {
-    let mut body = response.bytes_stream();
-    let mut buffer = String::new();
-    let mut events = Vec::new();
-    while let Some(chunk) = body.next().await {
-        buffer.push_str(&String::from_utf8_lossy(&chunk.expect("chunk")));
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            let mut event = Sse {
-                event: "message".into(),
-                data: String::new(),
-            };
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("event:") {
-                    event.event = v.trim().to_owned();
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    event.data.push_str(v.strip_prefix(' ').unwrap_or(v));
-                }
-            }
-            if block.trim_start().starts_with(':') {
-                continue;
-            }
-            seen(&event);
-            events.push(event);
-        }
-    }
-    events
-}
-
-impl Running {
-    async fn create(&self, id: &str) -> SessionKey {
-        let r = self
-            .http
-            .post(format!("{}/v1/sessions", self.base))
-            .json(&json!({"app": "app", "user": "user", "id": id}))
-            .send()
-            .await
-            .expect("create");
-        assert_eq!(r.status(), StatusCode::CREATED);
-        SessionKey::new("app", "user", id)
-    }
-
-    fn url(&self, key: &SessionKey, tail: &str) -> String {
-        format!(
-            "{}/v1/sessions/{}/{}/{}{tail}",
-            self.base, key.app_name, key.user_id, key.session_id
-        )
-    }
-
-    async fn chat(&self, key: &SessionKey, message: &str) -> Vec<Sse> {
-        let r = self
-            .http
-            .post(self.url(key, "/chat"))
-            .json(&json!({ "message": message }))
-            .send()
-            .await
-            .expect("chat");
-        assert_eq!(r.status(), StatusCode::OK);
-        read_sse(r, |_| {}).await
-    }
-
-    async fn stop(mut self) -> bool {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        self.served.await.expect("join").expect("serve")
-    }
-}
-
-fn done(events: &[Sse]) -> Value {
-    let last = events.last().expect("events");
-    assert_eq!(last.event, "done", "{events:?}");
-    serde_json::from_str(&last.data).expect("done data")
-}
-
-fn text_of(events: &[Sse]) -> String {
-    events
-        .iter()
-        .filter(|e| e.event == "delta")
-        .map(|e| e.data.as_str())
-        .collect()
-}
-
-/// A chat-completions stream as OpenAI-compatible servers send it.
-fn completion_stream(words: &[&str], prompt_tokens: u64) -> String {
-    let mut body = String::new();
-    for w in words {
-        body.push_str(&format!(
-            "data: {}\n\n",
-            json!({"choices": [{"index": 0, "delta": {"content": w}}]})
-        ));
-    }
-    body.push_str(&format!(
-        "data: {}\n\ndata: [DONE]\n\n",
-        json!({"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": words.len()}})
-    ));
-    body
-}
-
-async fn coordinator_mock(template: ResponseTemplate) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(template)
-        .mount(&server)
-        .await;
-    server
-}
-
-fn sse_template(body: String) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
-}
-
+use wiremock::ResponseTemplate;
 /// A turn streams deltas and one `done`; its events are stored as the coordinator's; the
 /// evaluation's outcome is published on the events stream and kept for `/outcomes`.
 #[tokio::test]
@@ -743,4 +506,66 @@ async fn a_hundred_sessions_of_twelve_turns_run_concurrently() {
     }
     assert_eq!(rig.server.lanes().active_lanes(), 0, "lanes freed");
     assert!(rig.stop().await);
+}
+
+/// A coordinator that streams one delta, then fails.
+struct FailsMidStream;
+
+#[async_trait]
+impl Coordinator for FailsMidStream {
+    fn info(&self) -> ModelInfo {
+        ModelInfo::new("test", "local", "fails-mid-stream")
+    }
+    async fn stream(&self, _: &CoordinatorRequest) -> Result<ReplyStream, AdapterError> {
+        let (tx, rx) = mpsc::channel(4);
+        tx.send(Ok(ReplyChunk::Delta("Half an ".into())))
+            .await
+            .expect("room");
+        tx.send(Err("connection reset by the upstream".into()))
+            .await
+            .expect("room");
+        Ok(rx)
+    }
+}
+
+/// An upstream failure after the first delta: the client saw the delta, then gets an SSE
+/// `error`; the turn is stored as errored (it never counts as completed) and nothing is
+/// evaluated.
+#[tokio::test]
+async fn an_upstream_failure_mid_stream_is_an_error_event_and_an_errored_turn() {
+    let decision = Arc::new(ScriptedDecisionModel::constant(0.9));
+    let (summarizer, _s, _r) = gated();
+    let rig = start(
+        Arc::new(FailsMidStream),
+        decision.clone(),
+        summarizer,
+        ServeOptions::default(),
+    )
+    .await;
+    let key = rig.create("s").await;
+    let mut reports = rig.server.lanes().subscribe();
+    let events = rig.chat(&key, "Tell me everything.").await;
+    let kinds: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(kinds, ["delta", "error"], "{events:?}");
+    assert_eq!(events[0].data, "Half an ");
+    let data: Value = serde_json::from_str(&events[1].data).expect("json");
+    assert_eq!(
+        data["message"],
+        "coordinator failed: connection reset by the upstream"
+    );
+    assert_eq!(data["stored"], true);
+    let session = rig.store.load(&key).await.expect("load");
+    assert_eq!(session.events.len(), 2, "{:?}", session.events);
+    assert_eq!(
+        session.events[1].error_code.as_deref(),
+        Some("UPSTREAM_ERROR")
+    );
+    let gate = rig.store.gate_snapshot(&key).await.expect("gate");
+    assert_eq!(gate.input.completed_turns_since_compaction, 0);
+    assert!(rig.stop().await);
+    assert_eq!(decision.calls(), 0);
+    assert!(
+        reports.try_recv().is_err(),
+        "no evaluation of an errored turn"
+    );
 }

@@ -449,7 +449,9 @@ async fn chat(
         "coordinator_turn",
         otel.name = "coordinator_turn",
         openinference.span.kind = "CHAIN",
-        session.id = %key,
+        session.id = %key.session_id,
+        user.id = %key.user_id,
+        compaction.app = %key.app_name,
         invocation.id = %invocation,
     );
     let turn = s

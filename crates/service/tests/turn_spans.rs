@@ -1,0 +1,156 @@
+//! The per-turn root span of the reference service and the engine's spans under it, through
+//! the span adapter into the SDK's in-memory exporter. Its own test binary: the `tracing`
+//! subscriber is this thread's default, and other tests in the same process would race the
+//! callsites' cached interest.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use compaction_core::Telemetry;
+use compaction_core::testing::ScriptedDecisionModel;
+use service::http::{OfflineCoordinator, ServeOptions};
+
+/// The SDK's in-memory exporter behind both the engine's span adapter and a `tracing`
+/// subscriber (this thread's default), as `compaction serve --otlp` wires them.
+struct Traced {
+    exporter: opentelemetry_sdk::trace::InMemorySpanExporter,
+    provider: opentelemetry_sdk::trace::SdkTracerProvider,
+    _subscriber: tracing::subscriber::DefaultGuard,
+}
+
+impl Traced {
+    fn new() -> Self {
+        use opentelemetry::trace::TracerProvider as _;
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let exporter = opentelemetry_sdk::trace::InMemorySpanExporter::default();
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("serve"));
+        Traced {
+            exporter,
+            provider,
+            _subscriber: tracing::subscriber::set_default(
+                tracing_subscriber::registry().with(layer),
+            ),
+        }
+    }
+
+    fn telemetry(&self) -> Arc<dyn Telemetry> {
+        use opentelemetry::trace::TracerProvider as _;
+        Arc::new(telemetry::OpenInferenceTelemetry::new(
+            self.provider.tracer(telemetry::keys::INSTRUMENTATION_SCOPE),
+            telemetry::TelemetryConfig::default(),
+        ))
+    }
+
+    /// The finished spans, once `turns` turn spans have ended (they end when the turn's
+    /// task does, just after its evaluation is reported).
+    async fn spans_after(&self, turns: usize) -> Vec<opentelemetry_sdk::trace::SpanData> {
+        for _ in 0..100_000 {
+            let spans = self.exporter.get_finished_spans().expect("spans");
+            if spans
+                .iter()
+                .filter(|s| s.name == "coordinator_turn")
+                .count()
+                >= turns
+            {
+                return spans;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("{turns} turn spans never ended");
+    }
+}
+
+fn attribute(span: &opentelemetry_sdk::trace::SpanData, key: &str) -> Option<String> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| kv.value.to_string())
+}
+
+/// Each turn has one root span (OpenInference CHAIN, `session.id`); a fast exit records no
+/// compaction span; the probe and summarize spans of the turn that opened the gate nest
+/// under that turn's span, in its trace.
+#[tokio::test]
+async fn the_engines_spans_nest_under_the_turn_that_caused_them() {
+    let traced = Traced::new();
+    let (summarizer, _started, release) = gated();
+    release.add_permits(10);
+    let rig = start_traced(
+        Arc::new(OfflineCoordinator::default()),
+        Arc::new(ScriptedDecisionModel::constant(0.9)),
+        summarizer,
+        ServeOptions::default(),
+        Some(traced.telemetry()),
+    )
+    .await;
+    let key = rig.create("s").await;
+    let mut reports = rig.server.lanes().subscribe();
+    let mut invocations = Vec::new();
+    for n in 1..=3 {
+        let events = rig.chat(&key, &format!("Question {n}?")).await;
+        invocations.push(
+            done(&events)["invocation_id"]
+                .as_str()
+                .expect("id")
+                .to_owned(),
+        );
+        let report = reports.recv().await.expect("report");
+        let expected = if n < 3 { "fast-exit" } else { "compressed" };
+        assert_eq!(report.outcomes[0].label(), expected, "turn {n}");
+        if n == 2 {
+            let spans = traced.spans_after(2).await;
+            let names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
+            assert_eq!(
+                names, ["coordinator_turn"; 2],
+                "a fast exit opens no compaction span"
+            );
+        }
+    }
+    let spans = traced.spans_after(3).await;
+    let turn_of = |invocation: &str| {
+        spans
+            .iter()
+            .find(|s| {
+                s.name == "coordinator_turn"
+                    && attribute(s, "invocation.id").as_deref() == Some(invocation)
+            })
+            .expect("turn span")
+    };
+    let third = turn_of(&invocations[2]);
+    assert_eq!(
+        attribute(third, "openinference.span.kind").as_deref(),
+        Some("CHAIN")
+    );
+    assert_eq!(attribute(third, "session.id").as_deref(), Some("s"));
+    assert_eq!(attribute(third, "user.id").as_deref(), Some("user"));
+    for name in [
+        telemetry::keys::PROBE_SPAN_NAME,
+        telemetry::keys::SUMMARIZE_SPAN_NAME,
+    ] {
+        let children: Vec<_> = spans.iter().filter(|s| s.name == name).collect();
+        assert_eq!(children.len(), 1, "one {name} span: {spans:?}");
+        assert_eq!(
+            children[0].parent_span_id,
+            third.span_context.span_id(),
+            "{name}"
+        );
+        assert_eq!(
+            children[0].span_context.trace_id(),
+            third.span_context.trace_id(),
+            "{name}"
+        );
+    }
+    for earlier in &invocations[..2] {
+        let id = turn_of(earlier).span_context.span_id();
+        assert!(
+            spans.iter().all(|s| s.parent_span_id != id),
+            "a fast-exit turn has no child span"
+        );
+    }
+    assert!(rig.stop().await);
+}
