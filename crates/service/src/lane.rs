@@ -10,7 +10,9 @@
 //! - **(c) the next turn waits, boundedly.** [`Lanes::begin`] for the same session returns when
 //!   the previous turn's evaluation ended, or after [`LaneConfig::max_wait`]; then the turn
 //!   proceeds on the uncompacted context and [`Turn::wait`] (and its [`LaneReport::wait`]) says
-//!   [`LaneWait::TimedOut`]. Turns of one session are also sequential among themselves.
+//!   [`LaneWait::TimedOut`]. Turns of one session are also sequential among themselves: a
+//!   turn waits at most [`LaneConfig::max_turn_wait`] for a running one (its reply still
+//!   streaming), then is refused with [`LaneError::TurnInProgress`].
 //! - **(d) sessions are independent.** Each session has its own lane; nothing is shared but a
 //!   short map lookup.
 //! - **(e) idle lanes are freed.** A lane lives while a turn or an evaluation of its session
@@ -49,6 +51,10 @@ pub struct LaneConfig {
     /// The longest a turn waits for the previous turn's evaluation (default 10 s, the
     /// spec's "by the time the user finishes typing").
     pub max_wait: Duration,
+    /// The longest a turn waits for the previous turn of its session to end (its reply still
+    /// streaming): after it, [`Lanes::begin`] answers [`LaneError::TurnInProgress`]
+    /// (default 120 s).
+    pub max_turn_wait: Duration,
     /// The longest one evaluation runs, stale re-run included (default: the engine's probe
     /// and summarize deadlines plus 10 s for the store).
     pub evaluation_deadline: Duration,
@@ -58,6 +64,7 @@ impl Default for LaneConfig {
     fn default() -> Self {
         LaneConfig {
             max_wait: Duration::from_secs(10),
+            max_turn_wait: Duration::from_secs(120),
             evaluation_deadline: DEFAULT_PROBE_DEADLINE
                 + DEFAULT_SUMMARIZE_DEADLINE
                 + Duration::from_secs(10),
@@ -69,6 +76,12 @@ impl LaneConfig {
     /// Sets [`LaneConfig::max_wait`].
     pub fn max_wait(mut self, wait: Duration) -> Self {
         self.max_wait = wait;
+        self
+    }
+
+    /// Sets [`LaneConfig::max_turn_wait`].
+    pub fn max_turn_wait(mut self, wait: Duration) -> Self {
+        self.max_turn_wait = wait;
         self
     }
 
@@ -176,6 +189,10 @@ pub enum LaneError {
     /// [`Lanes::shutdown`] was called: no new turns.
     #[error("the service is shutting down: no new turns")]
     ShuttingDown,
+    /// The previous turn of the session was still running (its reply streaming) after
+    /// [`LaneConfig::max_turn_wait`]: this turn did not begin.
+    #[error("a turn of this session is still running after {0:?}: send the next one when it ended")]
+    TurnInProgress(Duration),
     /// The runtime shut down before the evaluation ended: nothing is known of it.
     #[error("the evaluation was cancelled with its runtime")]
     Cancelled,
@@ -350,7 +367,10 @@ impl Lanes {
             let l = lane.lane.as_ref().expect("held until drop");
             (l.turn.clone(), l.evaluation.clone())
         };
-        let turn_guard = turn_lock.lock_owned().await;
+        let max_turn_wait = self.shared.config.max_turn_wait;
+        let turn_guard = tokio::time::timeout(max_turn_wait, turn_lock.lock_owned())
+            .await
+            .map_err(|_| LaneError::TurnInProgress(max_turn_wait))?;
         let (slot, wait) = match evaluation_lock.clone().try_lock_owned() {
             Ok(guard) => (Slot::Held(guard), LaneWait::Immediate),
             Err(_) => {

@@ -394,3 +394,25 @@ async fn shutdown_refuses_new_turns_and_drains() {
     let report = evaluation.await.expect("report");
     assert_eq!(report.outcome().map(Outcome::label), Some("compressed"));
 }
+
+/// A turn whose session still has a turn running (its reply streaming) waits at most
+/// `max_turn_wait`, then is refused with `TurnInProgress`; once the running turn ended, the
+/// next one begins at once.
+#[tokio::test(start_paused = true)]
+async fn a_turn_waits_boundedly_for_a_running_turn_of_its_session() {
+    let rig = rig(long().max_turn_wait(Duration::from_secs(3)));
+    let key = rig.session("s").await;
+    let streaming = rig.lanes.begin(&key, "inv-1").await.expect("begin");
+    let started = tokio::time::Instant::now();
+    match rig.lanes.begin(&key, "inv-2").await {
+        Err(LaneError::TurnInProgress(bound)) => {
+            assert_eq!(bound, Duration::from_secs(3));
+            assert_eq!(started.elapsed(), Duration::from_secs(3));
+        }
+        Err(other) => panic!("expected TurnInProgress, got {other}"),
+        Ok(_) => panic!("a second turn began while the first was running"),
+    }
+    drop(streaming);
+    let next = rig.lanes.begin(&key, "inv-3").await.expect("begin");
+    assert_eq!(next.wait(), LaneWait::Immediate);
+}

@@ -463,6 +463,7 @@ async fn chat(
             LaneError::ShuttingDown => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
             }
+            LaneError::TurnInProgress(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
             other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
         })?;
     let context = s.store.load_context(&key).await.map_err(ApiError::store)?;
