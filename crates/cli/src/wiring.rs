@@ -200,7 +200,8 @@ fn load_config(
     Ok(Some(read.file))
 }
 
-/// Sets one of the adapters' keys (`decision_adapter`, `summarizer_base_url`, …) in the
+/// Sets one of the adapters' keys (`decision_adapter`, `summarizer_base_url`,
+/// `coordinator_model`, …) in the
 /// config file: the value is read as a JSON number or boolean when it is one, otherwise as a
 /// string, and checked by the adapter crate's own parser before anything is written. Any other
 /// key is refused, naming every settable key.
@@ -212,6 +213,7 @@ pub(crate) fn set_adapter_key(
     let adapter_keys = decision_client::config::KEYS
         .iter()
         .chain(&summarizer::config::KEYS)
+        .chain(&service::http::coordinator::config::KEYS)
         .chain(&compaction_core::settings::EXTENSION_KEYS);
     if !adapter_keys.clone().any(|k| *k == key) {
         let known: Vec<&str> = compaction_core::settings::KEYS
@@ -232,6 +234,8 @@ pub(crate) fn set_adapter_key(
     let mut raw = file.raw().clone();
     raw.insert(key.to_owned(), value.clone());
     adapter_configs(&raw, &shown(file.path()))?;
+    service::http::CoordinatorConfig::from_map(&raw)
+        .map_err(|e| CliError::Config(format!("{}: {e}", shown(file.path()))))?;
     compaction_core::settings::shadow_from(&raw)
         .map_err(|e| CliError::Config(format!("{}: {e}", shown(file.path()))))?;
     store

@@ -598,8 +598,20 @@ fn config_set_takes_spec_and_adapter_keys_and_refuses_the_rest() {
             .status
             .success()
     );
+    // The coordinator of `compaction serve` reads the same file.
+    assert!(
+        config(&["set", "coordinator_model", "openai/gpt-4o-mini"])
+            .status
+            .success()
+    );
+    let out = config(&["set", "coordinator_base_url", "ftp://nowhere"]);
+    assert_eq!(out.status.code(), Some(3), "a bad coordinator URL is refused");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("coordinator_base_url"), "{stderr}");
     let written: Value =
         serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("json");
+    assert_eq!(written["coordinator_model"], "openai/gpt-4o-mini");
+    assert!(written.get("coordinator_base_url").is_none());
     assert_eq!(written["adaptive_compaction_min_turns"], 6);
     assert_eq!(written["decision_adapter"], "offline");
     assert_eq!(written["summarizer_timeout_secs"], 45);
