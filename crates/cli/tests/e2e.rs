@@ -605,7 +605,11 @@ fn config_set_takes_spec_and_adapter_keys_and_refuses_the_rest() {
             .success()
     );
     let out = config(&["set", "coordinator_base_url", "ftp://nowhere"]);
-    assert_eq!(out.status.code(), Some(3), "a bad coordinator URL is refused");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "a bad coordinator URL is refused"
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("coordinator_base_url"), "{stderr}");
     let written: Value =
