@@ -1,5 +1,6 @@
-//! End-to-end engine costs: the pure gate, a fast exit through the SQLite store, and the whole
-//! compress path with instant in-process models at 1,000 and 10,000 events.
+//! End-to-end engine costs: the pure gate, a fast exit through the SQLite store, the whole
+//! compress path with instant in-process models at 1,000 and 10,000 events, and a probe that
+//! answers CONTINUE on an uncompacted session of 100 and 10,000 turns (issue 20 item 2).
 //!
 //! `cargo bench -p cli --bench engine`
 
@@ -23,6 +24,11 @@ fn key() -> SessionKey {
 /// Writes a session of about `target_events` events (research and conversational turns in
 /// turn, a rolling compaction every 8 turns) whose last turns open the envelope.
 fn build_db(path: &Path, target_events: usize, last_tokens: u64) {
+    build_session(path, target_events, last_tokens, true);
+}
+
+/// [`build_db`], with or without the rolling compactions.
+fn build_session(path: &Path, target_events: usize, last_tokens: u64, compacted: bool) {
     let store = session_store::blocking::SqliteStore::open(path).expect("open");
     store
         .create_session(&key(), Default::default())
@@ -61,7 +67,7 @@ fn build_db(path: &Path, target_events: usize, last_tokens: u64) {
         appended += events.len();
         // A rolling compaction every 8 turns, keeping the last 2 verbatim (but not at the end,
         // so that the final turns open the envelope).
-        if n.is_multiple_of(8) && appended + 40 < target_events {
+        if compacted && n.is_multiple_of(8) && appended + 40 < target_events {
             let end = turn_ends[n - 3];
             let c = f.compaction(
                 &format!("c{n}"),
@@ -113,6 +119,25 @@ fn benches(c: &mut Criterion) {
     c.bench_function("evaluate/fast_exit_through_sqlite", |b| {
         b.iter(|| rt.block_on(fast_engine.evaluate_and_compact(black_box(&key()))))
     });
+
+    // The gate opens on an uncompacted session (no compaction ever, tokens above the floor);
+    // the probe answers p = 0, so every iteration reads the decision state's window, probes,
+    // records the decision and continues. A turn is 3 events on average here.
+    for turns in [100usize, 10_000] {
+        let path = dir.path().join(format!("uncompacted-{turns}.db"));
+        build_session(&path, turns * 3, 50_000, false);
+        let store = Arc::new(SqliteStore::open(&path).expect("open"));
+        let engine = engine(store, 0.0);
+        c.bench_function(
+            &format!("evaluate/gate_open_uncompacted/{turns}_turns"),
+            |b| {
+                b.iter(|| {
+                    let outcome = rt.block_on(engine.evaluate_and_compact(black_box(&key())));
+                    assert_eq!(outcome.label(), "continue", "{outcome:?}");
+                })
+            },
+        );
+    }
 
     for events in [1_000usize, 10_000] {
         let template = dir.path().join(format!("template-{events}.db"));
