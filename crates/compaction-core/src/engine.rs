@@ -439,6 +439,31 @@ impl Engine {
         &self.settings
     }
 
+    /// The same engine (the same adapters, store, telemetry, deadlines and shadow mode) on
+    /// new `settings`, validated as [`EngineBuilder::build`] validates them: how a host that
+    /// watches the settings file makes the next evaluation use the new values. `self` is
+    /// untouched, so an evaluation running on it finishes on the settings it started with.
+    pub fn with_settings(&self, settings: Settings) -> Result<Engine, SettingsError> {
+        let settings = settings.effective()?;
+        if let Some(warning) = settings.clamp_warning {
+            tracing::warn!("{warning}");
+        }
+        Ok(Engine {
+            settings,
+            decision: self.decision.clone(),
+            summarizer: self.summarizer.clone(),
+            store: self.store.clone(),
+            telemetry: self.telemetry.clone(),
+            clock: self.clock.clone(),
+            ids: self.ids.clone(),
+            estimator: self.estimator.clone(),
+            state_budget_tokens: self.state_budget_tokens,
+            probe_deadline: self.probe_deadline,
+            summarize_deadline: self.summarize_deadline,
+            shadow: self.shadow,
+        })
+    }
+
     /// The gate's decision for `input` (pure; no I/O).
     pub fn gate(&self, input: GateInput) -> GateDecision {
         envelope_gate(&self.settings, input)
