@@ -67,7 +67,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
         args.decision.as_deref(),
         args.summarizer.as_deref(),
     )?;
-    let coordinator = select_coordinator(&coordinator_config(args.config)?, |name| {
+    let coordinator = select_coordinator(&coordinator_config(args.config.clone())?, |name| {
         std::env::var(name).ok()
     });
     let store = crate::open_store(&args.db)?;

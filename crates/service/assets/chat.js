@@ -146,7 +146,10 @@ export class Chat {
     li.setAttribute("aria-busy", "true");
     await postSse(`${sessionPath(session)}/chat`, { message: text }, (name, data) => {
       if (name === "delta") {
+        const list = $("messages");
+        const atEnd = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
         body.textContent += data;
+        if (atEnd) li.scrollIntoView({ block: "end" });
       } else if (name === "done") {
         const done = JSON.parse(data);
         li.dataset.turnId = done.invocation_id;
@@ -172,6 +175,7 @@ export class Chat {
     }
     badge.className = `badge ${kind}`;
     badge.textContent = text;
+    if (li === $("messages").lastElementChild) li.scrollIntoView({ block: "end" });
   }
 
   evaluated(report) {

@@ -130,15 +130,17 @@ impl Page {
             .with_state(self.clone())
     }
 
-    fn hub(&self) -> Result<&Arc<SettingsHub>, Response> {
-        self.settings.get().ok_or_else(|| {
-            error(
-                StatusCode::NOT_FOUND,
-                "this server was started without a settings file: no preferences",
-                None,
-            )
-        })
+    fn hub(&self) -> Option<Arc<SettingsHub>> {
+        self.settings.get().cloned()
     }
+}
+
+fn no_settings() -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        "this server was started without a settings file: no preferences",
+        None,
+    )
 }
 
 /// `{"error": {"status": 422, "message": "...", "field": "<key>"}}` (`field` only when the
@@ -249,8 +251,8 @@ async fn tokens(
 
 async fn get_settings(State(page): State<Arc<Page>>) -> Response {
     match page.hub() {
-        Ok(hub) => axum::Json(hub.snapshot("start")).into_response(),
-        Err(response) => response,
+        Some(hub) => axum::Json(hub.snapshot("start")).into_response(),
+        None => no_settings(),
     }
 }
 
@@ -261,9 +263,8 @@ const SETTINGS_FORM: &str =
 /// config-ssot parses each as its key requires and validates them together, so its errors
 /// (422, naming the field) are the ones `compaction config set` gives.
 async fn put_settings(State(page): State<Arc<Page>>, body: Body) -> Response {
-    let hub = match page.hub() {
-        Ok(hub) => hub.clone(),
-        Err(response) => return response,
+    let Some(hub) = page.hub() else {
+        return no_settings();
     };
     let bytes: Bytes = match axum::body::to_bytes(body, 64 * 1024).await {
         Ok(bytes) => bytes,
@@ -335,9 +336,8 @@ fn config_error(e: &ConfigError) -> Response {
 }
 
 async fn settings_events(State(page): State<Arc<Page>>) -> Response {
-    let hub = match page.hub() {
-        Ok(hub) => hub.clone(),
-        Err(response) => return response,
+    let Some(hub) = page.hub() else {
+        return no_settings();
     };
     let mut changes = hub.subscribe();
     let first = hub.snapshot("start");
