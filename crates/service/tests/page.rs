@@ -17,15 +17,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use compaction_core::{
-    AdapterError, Engine, ModelInfo, SessionKey, SessionStore, Settings, async_trait,
+    AdapterError, CharsPerToken, Engine, ModelInfo, SessionKey, SessionStore, Settings,
+    TokenEstimator as _, async_trait,
 };
 use config_ssot::ConfigStore;
 use fantoccini::{Client, ClientBuilder, Locator, key::Key};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use service::http::{
-    Coordinator, CoordinatorRequest, OfflineCoordinator, ReplyStream, SelectedCoordinator,
-    ServeOptions, Server,
+    Coordinator, CoordinatorRequest, OfflineCoordinator, ReplyChunk, ReplyStream,
+    SelectedCoordinator, ServeOptions, Server,
 };
 use service::{LaneConfig, Lanes, ProcessIds, SystemClock};
 use session_store::SqliteStore;
@@ -35,17 +36,24 @@ use tokio_stream::StreamExt as _;
 // ---------------------------------------------------------------------------------------------
 // The server
 
-/// The offline stand-in, except that a question containing `[hold]` streams its first chunk
-/// and then waits for the test to release it (to type while a reply streams).
+/// The offline stand-in's reply followed by a paragraph of explanation (a research assistant
+/// answers at length; the offline summarizer keeps the findings, not the prose), streamed word
+/// by word. A question containing `[hold]` streams its first word and then waits for the test
+/// to release it (to type while a reply streams).
 struct HeldCoordinator {
-    offline: OfflineCoordinator,
     hold: Mutex<Option<oneshot::Receiver<()>>>,
 }
+
+const EXPLANATION: &str = " In short, the answer depends on how the question is framed, on \
+    which mechanisms dominate under the conditions you care about, and on how the studies you \
+    rely on measured them; the literature agrees on the broad picture but not on the details, \
+    so it is worth reading the primary sources before drawing a firm conclusion, and worth \
+    asking again once the scope of the question is narrower.";
 
 #[async_trait]
 impl Coordinator for HeldCoordinator {
     fn info(&self) -> ModelInfo {
-        self.offline.info()
+        ModelInfo::new("test", "local", "offline-stand-in-at-length")
     }
 
     async fn stream(&self, request: &CoordinatorRequest) -> Result<ReplyStream, AdapterError> {
@@ -54,21 +62,32 @@ impl Coordinator for HeldCoordinator {
         } else {
             None
         };
-        let mut inner = self.offline.stream(request).await?;
-        let Some(hold) = hold else {
-            return Ok(inner);
-        };
+        let reply = OfflineCoordinator::reply(request) + EXPLANATION;
+        let prompt_tokens = request.estimated_prompt_tokens();
+        let completion_tokens = CharsPerToken.estimate(&reply) as u64;
         let (tx, rx) = mpsc::channel(64);
         tokio::spawn(async move {
-            if let Some(first) = inner.recv().await {
-                let _ = tx.send(first).await;
-            }
-            let _ = hold.await;
-            while let Some(chunk) = inner.recv().await {
-                if tx.send(chunk).await.is_err() {
+            let mut hold = hold;
+            for (i, word) in reply.split_inclusive(' ').enumerate() {
+                if tx
+                    .send(Ok(ReplyChunk::Delta(word.to_owned())))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
+                if i == 0
+                    && let Some(hold) = hold.take()
+                {
+                    let _ = hold.await;
+                }
             }
+            let _ = tx
+                .send(Ok(ReplyChunk::Usage {
+                    prompt_tokens,
+                    completion_tokens,
+                }))
+                .await;
         });
         Ok(rx)
     }
@@ -140,7 +159,6 @@ async fn start() -> Running {
         lanes,
         SelectedCoordinator {
             coordinator: Arc::new(HeldCoordinator {
-                offline: OfflineCoordinator::default(),
                 hold: Mutex::new(Some(hold)),
             }),
             reason: "offline stand-in".to_owned(),
@@ -372,6 +390,10 @@ async fn sessions_are_listed_newest_first_with_their_tokens_per_turn() {
     );
     let without = CoordinatorRequest::assemble(&everything, "").estimated_prompt_tokens();
     assert_eq!(tokens["next"], json!({ "with": with, "without": without }));
+    assert!(
+        with < without,
+        "the summary drops the explanations: {tokens}"
+    );
     let r = running
         .http
         .get(format!(
@@ -742,6 +764,14 @@ async fn a_research_conversation_streams_compacts_and_shows_its_context() {
             line.contains("with compaction") && line.contains("without"),
             "{line}"
         );
+        browser
+            .execute(
+                "document.querySelector('li.assistant .badge.compress')\
+                 .scrollIntoView({block: 'center'});",
+                vec![],
+            )
+            .await
+            .expect("scroll to the badge");
         screenshot("chat.png", &browser.screenshot().await.expect("screenshot"));
 
         // The context drawer: the live summary first, then the retained turns, and the history.
