@@ -122,6 +122,11 @@ fn start_settings(s: &mut Settings) {
 }
 
 async fn start() -> Running {
+    start_with(true).await
+}
+
+/// The test server; `watch` false: started without a settings file (no preferences).
+async fn start_with(watch: bool) -> Running {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = dir
         .path()
@@ -167,10 +172,12 @@ async fn start() -> Running {
         ids,
         ServeOptions::default(),
     );
-    server
-        .watch_settings(settings_store)
-        .expect("watch settings");
-    assert_eq!(server.lanes().engine().settings().threshold, 0.5);
+    if watch {
+        server
+            .watch_settings(settings_store)
+            .expect("watch settings");
+        assert_eq!(server.lanes().engine().settings().threshold, 0.5);
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -453,6 +460,35 @@ async fn settings_errors_name_the_field_in_config_ssots_words_and_write_nothing(
         .await;
     assert_eq!(answer["error"]["message"], json!(direct));
     assert_eq!(answer["error"]["field"], "adaptive_compaction_threshold");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_settings_file_the_preferences_say_so() {
+    let running = start_with(false).await;
+    let r = running
+        .http
+        .get(format!("{}/v1/settings", running.base))
+        .send()
+        .await
+        .expect("get settings");
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    insta::assert_json_snapshot!("no_settings", r.json::<Value>().await.expect("json"));
+    let (status, _) = running
+        .put_settings(r#"{"adaptive_compaction_threshold": 0.9}"#)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let r = running
+        .http
+        .get(format!("{}/v1/settings/events", running.base))
+        .send()
+        .await
+        .expect("settings events");
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        running.server.lanes().engine().settings().threshold,
+        0.75,
+        "the engine keeps the settings it was built with"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
