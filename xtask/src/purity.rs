@@ -24,7 +24,9 @@ const ALLOWED: [(&str, &[&str]); 8] = [
     ("session-store", &["compaction-core"]),
     ("config-ssot", &["compaction-core"]),
     ("telemetry", &["compaction-core"]),
-    ("service", &["compaction-core"]),
+    // config-ssot for the page's preferences (feature `http`): the settings file is the
+    // single source of truth, saved and watched through config-ssot only.
+    ("service", &["compaction-core", "config-ssot"]),
     ("cli", &["*"]),
 ];
 

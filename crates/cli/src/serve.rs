@@ -40,6 +40,21 @@ fn coordinator_config(explicit: Option<PathBuf>) -> Result<CoordinatorConfig, Cl
     CoordinatorConfig::from_map(file.raw()).map_err(|e| CliError::Config(format!("{shown}: {e}")))
 }
 
+/// The page's preferences follow the config file (config-ssot creates it with the defaults
+/// when it is missing, as at any start); a file that cannot be used leaves the service running
+/// without them, and the banner says why.
+fn watch_settings(server: &Server, explicit: Option<PathBuf>) -> String {
+    let path = match config_ssot::ConfigPath::from_env(explicit) {
+        Ok(path) => path,
+        Err(e) => return format!("off ({e})"),
+    };
+    let shown = wiring::shown(path.file());
+    match server.watch_settings(config_ssot::ConfigStore::open(path)) {
+        Ok(()) => format!("{shown} (watched: changes apply from the next turn)"),
+        Err(e) => format!("off ({e})"),
+    }
+}
+
 pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
     if !(args.max_wait_secs.is_finite() && args.max_wait_secs >= 0.0) {
         return Err(CliError::Config(format!(
@@ -52,7 +67,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
         args.decision.as_deref(),
         args.summarizer.as_deref(),
     )?;
-    let coordinator = select_coordinator(&coordinator_config(args.config)?, |name| {
+    let coordinator = select_coordinator(&coordinator_config(args.config.clone())?, |name| {
         std::env::var(name).ok()
     });
     let store = crate::open_store(&args.db)?;
@@ -85,8 +100,10 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
         ids,
         ServeOptions::default().max_message_bytes(args.max_message_bytes),
     );
+    let preferences = watch_settings(&server, args.config.clone());
     println!(
-        "coordinator: {} | {}\ndatabase: {}\nlistening on http://{addr} (Ctrl-C or SIGTERM to stop)",
+        "coordinator: {} | {}\ndatabase: {}\npreferences: {preferences}\nlistening on http://{addr} \
+         (open it in a browser for the chat and preferences page; Ctrl-C or SIGTERM to stop)",
         server.coordinator(),
         wiring.banner(),
         wiring::shown(&args.db),

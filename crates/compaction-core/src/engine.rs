@@ -439,6 +439,31 @@ impl Engine {
         &self.settings
     }
 
+    /// The same engine (the same adapters, store, telemetry, deadlines and shadow mode) on
+    /// new `settings`, validated as [`EngineBuilder::build`] validates them: how a host that
+    /// watches the settings file makes the next evaluation use the new values. `self` is
+    /// untouched, so an evaluation running on it finishes on the settings it started with.
+    pub fn with_settings(&self, settings: Settings) -> Result<Engine, SettingsError> {
+        let settings = settings.effective()?;
+        if let Some(warning) = settings.clamp_warning {
+            tracing::warn!("{warning}");
+        }
+        Ok(Engine {
+            settings,
+            decision: self.decision.clone(),
+            summarizer: self.summarizer.clone(),
+            store: self.store.clone(),
+            telemetry: self.telemetry.clone(),
+            clock: self.clock.clone(),
+            ids: self.ids.clone(),
+            estimator: self.estimator.clone(),
+            state_budget_tokens: self.state_budget_tokens,
+            probe_deadline: self.probe_deadline,
+            summarize_deadline: self.summarize_deadline,
+            shadow: self.shadow,
+        })
+    }
+
     /// The gate's decision for `input` (pure; no I/O).
     pub fn gate(&self, input: GateInput) -> GateDecision {
         envelope_gate(&self.settings, input)
@@ -911,4 +936,51 @@ async fn within<T>(deadline: crate::ports::Sleep, call: impl Future<Output = T>)
         }
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::KEY_THRESHOLD;
+    use crate::testing::{
+        InMemoryStore, RecordingSummarizer, ScriptedDecisionModel, SequentialIds, SteppingClock,
+    };
+
+    #[test]
+    fn with_settings_is_the_same_engine_on_new_settings_and_leaves_the_old_one_alone() {
+        let engine = Engine::builder(
+            Arc::new(ScriptedDecisionModel::constant(0.5)),
+            Arc::new(RecordingSummarizer::new()),
+            Arc::new(InMemoryStore::new()),
+            Arc::new(SteppingClock::starting_at(1_800_000_000)),
+            Arc::new(SequentialIds::default()),
+        )
+        .shadow(true)
+        .probe_deadline(Duration::from_secs(3))
+        .build()
+        .expect("defaults");
+        let next = engine
+            .with_settings(Settings {
+                adaptive_compaction_threshold: 0.2,
+                adaptive_compaction_min_turns: 1,
+                ..Settings::default()
+            })
+            .expect("valid");
+        assert_eq!(next.settings().threshold, 0.2);
+        assert!(
+            next.settings().clamp_warning.is_some(),
+            "validated and clamped"
+        );
+        assert_eq!(engine.settings().threshold, 0.75);
+        assert!(Arc::ptr_eq(&next.decision, &engine.decision));
+        assert!(Arc::ptr_eq(&next.store, &engine.store));
+        assert!(next.shadow && next.probe_deadline == Duration::from_secs(3));
+        let err = engine
+            .with_settings(Settings {
+                adaptive_compaction_threshold: 1.5,
+                ..Settings::default()
+            })
+            .expect_err("out of range");
+        assert_eq!(err.key(), KEY_THRESHOLD);
+    }
 }

@@ -141,6 +141,20 @@ pub enum SettingsError {
     },
 }
 
+impl SettingsError {
+    /// The key whose value broke the rule (for [`SettingsError::FloorAboveCeiling`], the
+    /// floor's): where a preferences UI shows the error.
+    pub fn key(&self) -> &'static str {
+        match self {
+            SettingsError::Negative { key, .. }
+            | SettingsError::ThresholdOutOfRange { key, .. }
+            | SettingsError::EmptyModel { key }
+            | SettingsError::NotABoolean { key, .. } => key,
+            SettingsError::FloorAboveCeiling { .. } => KEY_TOKEN_FLOOR,
+        }
+    }
+}
+
 /// The spec 3.1 disambiguation fired: K was negative (`effective_k = max(0, K)`), or
 /// min_turns was not above K (`effective_min_turns = K + 1`). The caller should log this as a
 /// warning.
@@ -346,10 +360,22 @@ mod tests {
             adaptive_compaction_token_floor: 200_000,
             ..Settings::default()
         };
-        let err = s.effective().unwrap_err().to_string();
+        let err = s.effective().unwrap_err();
+        assert_eq!(err.key(), KEY_TOKEN_FLOOR);
+        let err = err.to_string();
         assert!(
             err.contains("200000") && err.contains(KEY_TOKEN_CEILING),
             "{err}"
         );
+        s = Settings {
+            adaptive_compaction_threshold: 2.0,
+            ..Settings::default()
+        };
+        assert_eq!(s.effective().unwrap_err().key(), KEY_THRESHOLD);
+        s = Settings {
+            adaptive_compaction_decision_model: " ".into(),
+            ..Settings::default()
+        };
+        assert_eq!(s.effective().unwrap_err().key(), KEY_DECISION_MODEL);
     }
 }

@@ -146,6 +146,20 @@ pub enum ConfigError {
     },
 }
 
+impl ConfigError {
+    /// The spec key the error is about, when it is about one value: the key of a wrong type,
+    /// a broken rule, a bad typed value, or an unknown key a caller asked for. `None` for
+    /// errors of the whole file (syntax, I/O, size).
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            ConfigError::WrongType { key, .. } | ConfigError::BadValue { key, .. } => Some(key),
+            ConfigError::Invalid { source, .. } => Some(source.key()),
+            ConfigError::UnknownKey { key, .. } | ConfigError::ReservedKey { key } => Some(key),
+            _ => None,
+        }
+    }
+}
+
 /// `null` speaks for itself; any other value gets its JSON type spelled out.
 fn described(value: &str, found: &str) -> String {
     if value == "null" {

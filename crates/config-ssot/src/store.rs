@@ -149,6 +149,26 @@ impl ConfigStore {
         })
     }
 
+    /// Sets several spec keys at once from typed text, as [`ConfigStore::set`] does for one,
+    /// in a single read-modify-write: the values are validated together (so a floor and a
+    /// ceiling can move past each other), and on any error nothing is written. For a
+    /// preferences form that saves every field it shows.
+    pub fn set_many<'a>(
+        &self,
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<ConfigFile, ConfigError> {
+        let values = pairs
+            .into_iter()
+            .map(|(key, text)| document::value_from_text(key, text))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.modify(|map, _| {
+            for (key, value) in values {
+                document::set_spec_value(map, key, value);
+            }
+            Ok(())
+        })
+    }
+
     /// Sets a key that is not a spec setting (e.g. `decision_adapter`), keeping its place if it
     /// exists and appending it otherwise.
     pub fn set_extra(&self, key: &str, value: Value) -> Result<ConfigFile, ConfigError> {

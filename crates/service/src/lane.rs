@@ -214,7 +214,9 @@ impl std::fmt::Debug for Lanes {
 }
 
 struct Shared {
-    engine: Arc<Engine>,
+    /// Replaced whole by [`Lanes::set_engine`]; each evaluation takes the one current when it
+    /// starts.
+    engine: std::sync::RwLock<Arc<Engine>>,
     config: LaneConfig,
     lanes: Mutex<HashMap<SessionKey, Weak<Lane>>>,
     reports: broadcast::Sender<Arc<LaneReport>>,
@@ -224,6 +226,15 @@ struct Shared {
     drained: tokio::sync::Mutex<mpsc::Receiver<()>>,
     /// Turns waiting now for their session's previous evaluation.
     waiting: std::sync::atomic::AtomicUsize,
+}
+
+impl Shared {
+    fn engine(&self) -> Arc<Engine> {
+        self.engine
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 /// One session's lane: turns one at a time, evaluations one at a time.
@@ -287,7 +298,7 @@ impl Lanes {
         let (open, drained) = mpsc::channel(1);
         Lanes {
             shared: Arc::new(Shared {
-                engine,
+                engine: std::sync::RwLock::new(engine),
                 config,
                 lanes: Mutex::new(HashMap::new()),
                 reports,
@@ -303,9 +314,20 @@ impl Lanes {
         self.shared.config
     }
 
-    /// The engine the lanes evaluate with.
-    pub fn engine(&self) -> &Arc<Engine> {
-        &self.shared.engine
+    /// The engine the next evaluation runs with.
+    pub fn engine(&self) -> Arc<Engine> {
+        self.shared.engine()
+    }
+
+    /// Makes every evaluation that starts from now on run with `engine` (for example the same
+    /// engine on new settings, [`Engine::with_settings`]); running evaluations finish on the
+    /// engine they started with.
+    pub fn set_engine(&self, engine: Arc<Engine>) {
+        *self
+            .shared
+            .engine
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = engine;
     }
 
     /// Every evaluation's report, as it ends (a lagging receiver loses the oldest).
@@ -471,12 +493,13 @@ impl Turn {
                 let started = Instant::now();
                 let deadline = shared.config.evaluation_deadline;
                 let mut outcomes = Vec::new();
+                let engine = shared.engine();
                 let ran = tokio::time::timeout(deadline, async {
-                    let first = shared.engine.evaluate_and_compact(&lane.key).await;
+                    let first = engine.evaluate_and_compact(&lane.key).await;
                     let stale = matches!(first, Outcome::StaleDropped { .. });
                     outcomes.push(first);
                     if stale {
-                        outcomes.push(shared.engine.evaluate_and_compact(&lane.key).await);
+                        outcomes.push(engine.evaluate_and_compact(&lane.key).await);
                     }
                 })
                 .await;

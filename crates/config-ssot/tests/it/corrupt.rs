@@ -246,5 +246,39 @@ fn set_parses_to_the_key_type_and_extra_keys_keep_their_place() {
         .set("adaptive_compaction_token_floor", "200000")
         .expect_err("floor above ceiling");
     assert!(matches!(err, ConfigError::Invalid { .. }), "{err:?}");
+    assert_eq!(err.key(), Some("adaptive_compaction_token_floor"));
     assert_eq!(std::fs::read(&file).expect("read"), before);
+}
+
+#[test]
+fn set_many_validates_the_values_together_and_writes_all_or_nothing() {
+    let (_dir, store, file) = store();
+    store.load().expect("create");
+    // Each alone breaks floor <= ceiling; together they hold.
+    let loaded = store
+        .set_many([
+            ("adaptive_compaction_token_floor", "200000"),
+            ("adaptive_compaction_token_ceiling", "300000"),
+        ])
+        .expect("set together");
+    assert_eq!(loaded.effective().token_floor, 200_000);
+    assert_eq!(loaded.effective().token_ceiling, 300_000);
+    let before = std::fs::read(&file).expect("read");
+    let err = store
+        .set_many([
+            ("adaptive_compaction_threshold", "0.2"),
+            ("adaptive_compaction_min_turns", "four"),
+        ])
+        .expect_err("a bad value");
+    assert_eq!(err.key(), Some("adaptive_compaction_min_turns"));
+    assert!(err.to_string().contains("expected an integer"), "{err}");
+    let err = store
+        .set_many([("adaptive_compaction_threshold", "1.5")])
+        .expect_err("out of range");
+    assert_eq!(err.key(), Some("adaptive_compaction_threshold"));
+    assert_eq!(
+        std::fs::read(&file).expect("read"),
+        before,
+        "nothing written"
+    );
 }

@@ -1,9 +1,13 @@
 //! The reference service (feature `http`): `compaction serve`'s routes on axum, the
-//! coordinator port and its adapters. The lane it drives is framework-free
+//! coordinator port and its adapters, and the chat and preferences page at `/` (plain HTML,
+//! CSS and JavaScript modules embedded in the binary; the preferences are kept in sync with
+//! the settings file through config-ssot). The lane it drives is framework-free
 //! ([`crate::lane`]).
 
 pub mod coordinator;
+mod page;
 mod server;
+mod settings;
 
 pub use coordinator::{
     ChatMessage, Coordinator, CoordinatorConfig, CoordinatorConfigError, CoordinatorRequest,

@@ -94,6 +94,7 @@ struct AppState {
     options: ServeOptions,
     reports: Mutex<VecDeque<Arc<LaneReport>>>,
     stopping: watch::Sender<bool>,
+    page: Arc<super::page::Page>,
 }
 
 impl Server {
@@ -106,6 +107,8 @@ impl Server {
         ids: Arc<dyn IdGenerator>,
         options: ServeOptions,
     ) -> Self {
+        let stopping = watch::channel(false).0;
+        let page = super::page::Page::new(store.clone(), lanes.clone(), stopping.subscribe());
         Server {
             state: Arc::new(AppState {
                 store,
@@ -116,7 +119,8 @@ impl Server {
                 ids,
                 options,
                 reports: Mutex::new(VecDeque::new()),
-                stopping: watch::channel(false).0,
+                stopping,
+                page,
             }),
         }
     }
@@ -129,6 +133,17 @@ impl Server {
     /// The lanes.
     pub fn lanes(&self) -> &Lanes {
         &self.state.lanes
+    }
+
+    /// Serves the preferences over the settings file of `store` (the page's panel and
+    /// `/v1/settings`): loads it, runs the lanes on its settings, and from then on applies
+    /// every change (saved by the page or written by another process) from the next
+    /// evaluation on. Without it the page has no preferences panel.
+    pub fn watch_settings(
+        &self,
+        store: config_ssot::ConfigStore,
+    ) -> Result<(), config_ssot::ConfigError> {
+        self.state.page.watch_settings(store)
     }
 
     /// The routes (see the README for each).
@@ -145,6 +160,7 @@ impl Server {
             .route("/v1/sessions/{app}/{user}/{id}/outcomes", get(outcomes))
             .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
             .with_state(self.state.clone())
+            .merge(self.state.page.router())
     }
 
     /// Serves on `listener` until `shutdown` completes, then stops taking turns, ends the
@@ -328,6 +344,7 @@ async fn create_session(State(s): State<Arc<AppState>>, body: Body) -> ApiResult
         .create_session(&key, Map::new())
         .await
         .map_err(ApiError::store)?;
+    s.page.remember(&key);
     let mut response = (
         StatusCode::CREATED,
         axum::Json(json!({

@@ -1,0 +1,132 @@
+//! The built binaries together: `compaction serve` watches the settings file, and a
+//! `compaction config set` run in another process reaches the page's `settings` event stream;
+//! the page's own save answers 422 naming the field and leaves the file as it was. The server is
+//! awaited through what it prints and streams, never with sleeps.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// `compaction serve` on a free port; killed on drop.
+struct Serve {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn compaction() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_compaction"));
+    command
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+    command
+}
+
+fn serve(dir: &std::path::Path) -> Serve {
+    let mut child = compaction()
+        .args(["serve", "--addr", "127.0.0.1:0", "--db"])
+        .arg(dir.join("sessions.db"))
+        .env("ZOTERO_DATA_DIR", dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn compaction serve");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut banner = Vec::new();
+    let addr = loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("serve stopped: {banner:?}"))
+            .expect("line");
+        if let Some(rest) = line.strip_prefix("listening on http://") {
+            break rest.split_whitespace().next().expect("address").to_owned();
+        }
+        banner.push(line);
+    };
+    assert!(
+        banner
+            .iter()
+            .any(|l| l.starts_with("preferences: ") && l.contains("zocrates_config.json (watched")),
+        "{banner:?}"
+    );
+    Serve { child, addr }
+}
+
+/// One HTTP/1.1 request on a fresh connection (the server closes it after the answer).
+fn request(addr: &str, method: &str, path: &str, body: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("bound the reads");
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    stream
+}
+
+/// The `data:` of the next `settings` event on an open event stream (chunked framing lines
+/// are skipped: only `data:` lines matter).
+fn next_settings(lines: &mut impl Iterator<Item = std::io::Result<String>>) -> Value {
+    for line in lines {
+        let line = line.expect("the stream stays open");
+        if let Some(data) = line.strip_prefix("data: ") {
+            return serde_json::from_str(data).expect("settings json");
+        }
+    }
+    panic!("the settings stream ended");
+}
+
+#[test]
+fn config_set_in_another_process_reaches_the_page_and_a_bad_save_writes_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = serve(dir.path());
+    let events = request(&server.addr, "GET", "/v1/settings/events", "");
+    let mut lines = BufReader::new(events).lines();
+    let first = next_settings(&mut lines);
+    assert_eq!(first["settings"]["adaptive_compaction_threshold"], 0.75);
+    let file = first["path"].as_str().expect("path").to_owned();
+
+    let status = compaction()
+        .args(["config", "set", "adaptive_compaction_threshold", "0.6"])
+        .env("ZOTERO_DATA_DIR", dir.path())
+        .stdout(Stdio::null())
+        .status()
+        .expect("compaction config set");
+    assert!(status.success());
+    let changed = next_settings(&mut lines);
+    assert_eq!(changed["changed_by"], "file");
+    assert_eq!(changed["settings"]["adaptive_compaction_threshold"], 0.6);
+
+    let before = std::fs::read(&file).expect("read the file");
+    let mut answer = String::new();
+    request(
+        &server.addr,
+        "PUT",
+        "/v1/settings",
+        r#"{"adaptive_compaction_threshold": "1.5"}"#,
+    )
+    .read_to_string(&mut answer)
+    .expect("answer");
+    assert!(answer.starts_with("HTTP/1.1 422"), "{answer}");
+    assert!(
+        answer.contains(
+            "adaptive_compaction_threshold must be a number in [0.0, 1.0], got 1.5; the file \
+             was left untouched"
+        ),
+        "{answer}"
+    );
+    assert_eq!(std::fs::read(&file).expect("read the file"), before);
+}

@@ -1,0 +1,84 @@
+// The context drawer: the assembled context for the next turn (the rolling summary, then
+// the retained turns), the compaction history with subsumed entries marked, and a chart of
+// prompt tokens per turn with and without compaction (inline SVG).
+
+const $ = (id) => document.getElementById(id);
+const SVG = "http://www.w3.org/2000/svg";
+
+function el(tag, className, text) {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function svg(tag, attributes) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attributes)) e.setAttribute(k, v);
+  return e;
+}
+
+export function renderContext(session) {
+  const entries = $("context-entries");
+  entries.replaceChildren();
+  for (const entry of session.context) {
+    if (entry.kind === "summary") {
+      const li = el("li", "entry summary");
+      li.append(el("div", "who", "rolling summary"), el("div", "text", entry.text));
+      entries.append(li);
+    } else {
+      const li = el("li", "entry");
+      li.append(el("div", "who", entry.author), el("div", "text", entry.text));
+      entries.append(li);
+    }
+  }
+  if (!session.context.length) entries.append(el("li", "muted", "Nothing yet."));
+  const history = $("history");
+  history.replaceChildren();
+  session.compaction_history.forEach((c, i) => {
+    const li = el("li", c.subsumed ? "compaction subsumed" : "compaction live");
+    li.append(
+      el("span", "label", c.subsumed ? "subsumed" : "live"),
+      el("span", "", ` #${i + 1}: ${c.summary_chars} characters, turns from ${new Date(c.start_timestamp * 1000).toLocaleTimeString("en-GB")} to ${new Date(c.end_timestamp * 1000).toLocaleTimeString("en-GB")}`),
+    );
+    history.append(li);
+  });
+  if (!session.compaction_history.length) history.append(el("li", "muted", "No compaction yet."));
+}
+
+/** Two polylines over the turns: the prompt tokens sent (with) and those the whole history would need (without). */
+export function renderChart(tokens) {
+  const box = $("token-chart");
+  box.replaceChildren();
+  const turns = tokens.turns.filter((t) => typeof t.with === "number");
+  if (!turns.length) {
+    box.append(el("p", "muted", "No completed turn yet."));
+    return;
+  }
+  const width = 340, height = 150, left = 44, bottom = 22, top = 8, right = 8;
+  const max = Math.max(1, ...turns.map((t) => Math.max(t.with, t.without)));
+  const x = (i) => left + (turns.length === 1 ? 0 : (i * (width - left - right)) / (turns.length - 1));
+  const y = (v) => top + (height - top - bottom) * (1 - v / max);
+  const chart = svg("svg", {
+    viewBox: `0 0 ${width} ${height}`,
+    role: "img",
+    "aria-label": "Prompt tokens per turn with and without compaction",
+    class: "chart-svg",
+  });
+  chart.append(svg("line", { x1: left, y1: y(0), x2: width - right, y2: y(0), class: "axis" }));
+  chart.append(svg("line", { x1: left, y1: top, x2: left, y2: y(0), class: "axis" }));
+  const label = (text, attributes) => {
+    const t = svg("text", attributes);
+    t.textContent = text;
+    chart.append(t);
+  };
+  label(max.toLocaleString("en-US"), { x: left - 4, y: top + 8, "text-anchor": "end", class: "tick" });
+  label("0", { x: left - 4, y: y(0), "text-anchor": "end", class: "tick" });
+  turns.forEach((t, i) => label(String(t.turn), { x: x(i), y: height - 6, "text-anchor": "middle", class: "tick" }));
+  for (const [key, className] of [["without", "without"], ["with", "with"]]) {
+    const points = turns.map((t, i) => `${x(i)},${y(t[key])}`).join(" ");
+    chart.append(svg("polyline", { points, class: `series ${className}` }));
+    turns.forEach((t, i) => chart.append(svg("circle", { cx: x(i), cy: y(t[key]), r: 2.5, class: `dot ${className}` })));
+  }
+  box.append(chart);
+}
