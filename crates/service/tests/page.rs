@@ -10,12 +10,15 @@
 // person running the tests.
 #![allow(clippy::print_stderr)]
 
+mod common;
+
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::{read_sse, read_sse_while};
 use compaction_core::{
     AdapterError, CharsPerToken, Engine, ModelInfo, SessionKey, SessionStore, Settings,
     TokenEstimator as _, async_trait,
@@ -31,7 +34,6 @@ use service::http::{
 use service::{LaneConfig, Lanes, ProcessIds, SystemClock};
 use session_store::SqliteStore;
 use tokio::sync::{mpsc, oneshot};
-use tokio_stream::StreamExt as _;
 
 // ---------------------------------------------------------------------------------------------
 // The server
@@ -228,12 +230,12 @@ impl Running {
             .await
             .expect("chat");
         assert_eq!(r.status(), StatusCode::OK);
-        let events = read_sse(r, |_| true).await;
+        let events = read_sse(r, |_| {}).await;
         let done = events
             .iter()
-            .find(|(name, _)| name == "done")
+            .find(|e| e.event == "done")
             .unwrap_or_else(|| panic!("no done event: {events:?}"));
-        serde_json::from_str(&done.1).expect("done json")
+        serde_json::from_str(&done.data).expect("done json")
     }
 
     async fn put_settings(&self, body: &str) -> (StatusCode, Value) {
@@ -256,39 +258,6 @@ impl Running {
     fn file_json(&self) -> Value {
         serde_json::from_slice(&self.file_bytes()).expect("settings file is JSON")
     }
-}
-
-/// Reads SSE events `(name, data)` from a response until it ends or `more` says stop.
-async fn read_sse(
-    response: reqwest::Response,
-    mut more: impl FnMut(&(String, String)) -> bool,
-) -> Vec<(String, String)> {
-    let mut body = response.bytes_stream();
-    let mut buffer = String::new();
-    let mut events = Vec::new();
-    while let Some(chunk) = body.next().await {
-        buffer.push_str(&String::from_utf8_lossy(&chunk.expect("chunk")));
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            if block.trim_start().starts_with(':') {
-                continue;
-            }
-            let mut event = ("message".to_owned(), String::new());
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("event:") {
-                    event.0 = v.trim().to_owned();
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    event.1.push_str(v.strip_prefix(' ').unwrap_or(v));
-                }
-            }
-            let go_on = more(&event);
-            events.push(event);
-            if !go_on {
-                return events;
-            }
-        }
-    }
-    events
 }
 
 /// Redacts the temp dir from an error body.
@@ -502,10 +471,10 @@ async fn new_settings_apply_from_the_next_turn_whoever_wrote_them() {
         .await
         .expect("settings events");
     let (seen_tx, mut seen) = mpsc::unbounded_channel::<Value>();
-    tokio::spawn(read_sse(events, move |(name, data)| {
-        assert_eq!(name, "settings");
+    tokio::spawn(read_sse_while(events, move |e| {
+        assert_eq!(e.event, "settings");
         seen_tx
-            .send(serde_json::from_str(data).expect("json"))
+            .send(serde_json::from_str(&e.data).expect("json"))
             .is_ok()
     }));
     let first = seen.recv().await.expect("the current settings first");

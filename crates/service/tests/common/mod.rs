@@ -157,6 +157,19 @@ pub(crate) struct Sse {
 
 /// Reads SSE events from a response until it ends, handing each to `seen` as it arrives.
 pub(crate) async fn read_sse(response: reqwest::Response, mut seen: impl FnMut(&Sse)) -> Vec<Sse> {
+    read_sse_while(response, |e| {
+        seen(e);
+        true
+    })
+    .await
+}
+
+/// Reads SSE events from a response until it ends or `more` answers false for one (which is
+/// kept). Comment blocks (keep-alives) are skipped.
+pub(crate) async fn read_sse_while(
+    response: reqwest::Response,
+    mut more: impl FnMut(&Sse) -> bool,
+) -> Vec<Sse> {
     let mut body = response.bytes_stream();
     let mut buffer = String::new();
     let mut events = Vec::new();
@@ -164,6 +177,9 @@ pub(crate) async fn read_sse(response: reqwest::Response, mut seen: impl FnMut(&
         buffer.push_str(&String::from_utf8_lossy(&chunk.expect("chunk")));
         while let Some(end) = buffer.find("\n\n") {
             let block: String = buffer.drain(..end + 2).collect();
+            if block.trim_start().starts_with(':') {
+                continue;
+            }
             let mut event = Sse {
                 event: "message".into(),
                 data: String::new(),
@@ -175,11 +191,11 @@ pub(crate) async fn read_sse(response: reqwest::Response, mut seen: impl FnMut(&
                     event.data.push_str(v.strip_prefix(' ').unwrap_or(v));
                 }
             }
-            if block.trim_start().starts_with(':') {
-                continue;
-            }
-            seen(&event);
+            let go_on = more(&event);
             events.push(event);
+            if !go_on {
+                return events;
+            }
         }
     }
     events
