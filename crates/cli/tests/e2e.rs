@@ -1,6 +1,9 @@
 //! End-to-end: the built `compaction` binary against wiremock servers for the decision API and
 //! the chat-completions summarizer, a temp config file and a temp SQLite database.
 
+mod common;
+
+use common::compaction;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -35,15 +38,6 @@ fn transcript(n: usize, tokens: impl Fn(usize) -> u64) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// The built binary, with no ambient OTLP endpoint (an exporter is only what a test asks for).
-fn compaction() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_compaction"));
-    command
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
-    command
 }
 
 /// `compaction replay FILE` on the offline models and the spec defaults: the default config

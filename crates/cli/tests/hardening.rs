@@ -2,20 +2,13 @@
 //! corrupt databases, read-only reading commands, config locking, terminal output, output
 //! failures.
 
+mod common;
+
+use common::compaction;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::json;
-
-/// The built binary, with no ambient OTLP endpoint.
-fn compaction() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_compaction"));
-    command
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .env_remove("COMPACTION_LOG");
-    command
-}
 
 /// A plain transcript of `n` turns (prompt tokens grow, so compaction happens).
 fn transcript(n: usize) -> String {

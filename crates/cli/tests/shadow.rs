@@ -3,18 +3,13 @@
 //! nothing; `compaction decisions` lists them and `compaction tune` chooses τ from them and
 //! the turn labels, writing a reliability diagram.
 
+mod common;
+
+use common::compaction;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
-
-fn compaction() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_compaction"));
-    command
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
-    command
-}
 
 fn demo_transcript() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/research-conversation.jsonl")

@@ -1,8 +1,13 @@
-//! The built binaries together: `compaction serve` watches the settings file, and a
+//! `compaction serve` as a process, with the other built commands: it streams a turn over
+//! loopback and SIGTERM stops it gracefully (exit 0, running evaluations finished) leaving a
+//! database that passes `inspect --check`; it watches the settings file, and a
 //! `compaction config set` run in another process reaches the page's `settings` event stream;
 //! the page's own save answers 422 naming the field and leaves the file as it was. The server is
 //! awaited through what it prints and streams, never with sleeps.
 
+mod common;
+
+use common::compaction;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -23,21 +28,13 @@ impl Drop for Serve {
     }
 }
 
-fn compaction() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_compaction"));
-    command
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
-    command
-}
-
 fn serve(dir: &std::path::Path) -> Serve {
     let mut child = compaction()
         .args(["serve", "--addr", "127.0.0.1:0", "--db"])
         .arg(dir.join("sessions.db"))
         .env("ZOTERO_DATA_DIR", dir)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn compaction serve");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
@@ -129,4 +126,68 @@ fn config_set_in_another_process_reaches_the_page_and_a_bad_save_writes_nothing(
         "{answer}"
     );
     assert_eq!(std::fs::read(&file).expect("read the file"), before);
+}
+
+#[test]
+fn sigterm_stops_the_server_gracefully_and_leaves_a_consistent_store() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut server = serve(dir.path());
+    let mut created = String::new();
+    request(
+        &server.addr,
+        "POST",
+        "/v1/sessions",
+        r#"{"app": "app", "user": "u", "id": "s"}"#,
+    )
+    .read_to_string(&mut created)
+    .expect("answer");
+    assert!(created.starts_with("HTTP/1.1 201"), "{created}");
+    let mut streamed = String::new();
+    request(
+        &server.addr,
+        "POST",
+        "/v1/sessions/app/u/s/chat",
+        r#"{"message": "What limits fast charging?"}"#,
+    )
+    .read_to_string(&mut streamed)
+    .expect("answer");
+    assert!(streamed.contains("event: done"), "{streamed}");
+
+    let pid = server.child.id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = server.child.wait().expect("wait");
+    let mut stderr = String::new();
+    server
+        .child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("stderr");
+    assert!(status.success(), "exit {status:?}: {stderr}");
+    assert!(
+        stderr.contains("stopped: every turn and evaluation ended"),
+        "{stderr}"
+    );
+
+    let inspect = compaction()
+        .args(["inspect", "--check", "--db"])
+        .arg(dir.path().join("sessions.db"))
+        .args(["--session", "s", "--app", "app", "--user", "u"])
+        .output()
+        .expect("inspect");
+    let shown = String::from_utf8_lossy(&inspect.stdout);
+    assert!(
+        inspect.status.success(),
+        "{}",
+        String::from_utf8_lossy(&inspect.stderr)
+    );
+    assert!(
+        shown.contains("What limits fast charging?"),
+        "the acknowledged turn is stored: {shown}"
+    );
 }
