@@ -289,8 +289,8 @@ async fn two_replicas_share_one_database_without_losing_or_doubling_anything() {
     }
     drop(replicas);
 
-    let reports = reports.lock().unwrap();
-    let writes = writes.lock().unwrap();
+    let reports = std::mem::take(&mut *reports.lock().unwrap());
+    let writes = std::mem::take(&mut *writes.lock().unwrap());
     let store = PostgresStore::connect(&db).await.expect("connect");
     let mut appended_reported: HashSet<String> = HashSet::new();
     let mut stale = 0;
