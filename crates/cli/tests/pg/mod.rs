@@ -10,6 +10,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio_postgres::NoTls;
 
+pub(crate) mod cluster;
+pub(crate) mod serve;
+
 /// The variable the PostgreSQL tests read (`cargo xtask pg start` prints it).
 pub(crate) const URL_VAR: &str = "COMPACTION_TEST_POSTGRES_URL";
 
