@@ -18,9 +18,10 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use compaction_core::{Engine, SessionKey, SessionStore};
-use session_store::{AdkStore, Layout, SqliteStore, detect_layout};
+use session_store::{AdkStore, Layout, PostgresStore, SqliteStore, detect_layout};
 use tracing_subscriber::Layer as _;
 
+mod database;
 mod error;
 mod render;
 mod serve;
@@ -29,6 +30,7 @@ mod wiring;
 
 use cli::replay::{OutcomeSummary, Replay, TurnRecord};
 use cli::transcript;
+use database::{Database, DbArg, Store};
 use error::CliError;
 use wiring::{ConfigSource, ProcessIds, SystemClock, Wiring, wire};
 
@@ -66,9 +68,14 @@ enum Command {
         file: PathBuf,
         #[command(flatten)]
         run: RunArgs,
-        /// Session database file (created when missing; default: a temporary one).
-        #[arg(long, value_name = "PATH")]
-        db: Option<PathBuf>,
+        /// Session database: a SQLite file (created when missing; default: a temporary one) or
+        /// a PostgreSQL URL postgres://user@host:port/dbname (tables created when missing).
+        #[arg(long, value_name = "PATH|URL", value_parser = database::parse_db)]
+        db: Option<DbArg>,
+        /// Read the PostgreSQL URL from the environment variable VAR (for a URL that holds a
+        /// password: a command line is visible to other users).
+        #[arg(long, value_name = "VAR", conflicts_with = "db")]
+        db_env: Option<String>,
         /// The session id to create (default: `replay-<run id>`, new on every run).
         #[arg(long)]
         session: Option<String>,
@@ -77,9 +84,14 @@ enum Command {
     Evaluate {
         #[command(flatten)]
         run: RunArgs,
-        /// The session database: an existing native or Google ADK database.
-        #[arg(long, value_name = "PATH")]
-        db: PathBuf,
+        /// The session database: an existing native or Google ADK SQLite file, or a PostgreSQL
+        /// URL postgres://user@host:port/dbname holding the native store.
+        #[arg(long, value_name = "PATH|URL", value_parser = database::parse_db, required_unless_present = "db_env")]
+        db: Option<DbArg>,
+        /// Read the PostgreSQL URL from the environment variable VAR (for a URL that holds a
+        /// password).
+        #[arg(long, value_name = "VAR", conflicts_with = "db")]
+        db_env: Option<String>,
         #[command(flatten)]
         target: SessionArgs,
     },
@@ -90,9 +102,14 @@ enum Command {
         /// Run SQLite's full integrity check on the file first; exit 4 if it finds damage.
         #[arg(long)]
         check: bool,
-        /// Database file.
-        #[arg(long, value_name = "PATH")]
-        db: PathBuf,
+        /// Database: a SQLite file or a PostgreSQL URL postgres://user@host:port/dbname
+        /// (read-only: nothing is written).
+        #[arg(long, value_name = "PATH|URL", value_parser = database::parse_db, required_unless_present = "db_env")]
+        db: Option<DbArg>,
+        /// Read the PostgreSQL URL from the environment variable VAR (for a URL that holds a
+        /// password).
+        #[arg(long, value_name = "VAR", conflicts_with = "db")]
+        db_env: Option<String>,
     },
     /// List the decisions shadow mode recorded for a session (`adaptive_compaction_shadow`).
     Decisions {
@@ -128,9 +145,14 @@ enum Command {
         /// The address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         addr: std::net::SocketAddr,
-        /// Session database file (created when missing).
-        #[arg(long, value_name = "PATH", default_value = "compaction-sessions.db")]
-        db: PathBuf,
+        /// Session database: a SQLite file (created when missing) or a PostgreSQL URL
+        /// postgres://user@host:port/dbname shared by every replica (tables created when missing).
+        #[arg(long, value_name = "PATH|URL", value_parser = database::parse_db, default_value = "compaction-sessions.db")]
+        db: DbArg,
+        /// Read the PostgreSQL URL from the environment variable VAR (for a URL that holds a
+        /// password).
+        #[arg(long, value_name = "VAR", conflicts_with = "db")]
+        db_env: Option<String>,
         #[command(flatten)]
         adapters: AdapterArgs,
         /// The largest chat message accepted, in bytes (larger: 413).
@@ -314,14 +336,17 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             let turns = transcript::parse("demo", DEMO_TRANSCRIPT.as_bytes())?;
             let id = session.unwrap_or_else(|| format!("demo-{}", wiring::run_id()));
             let key = SessionKey::new("zocrates", "demo", id);
+            let db = db.map(Database::File);
             replay_turns(wiring, turns, db, key, json, &OtlpArgs::default()).await
         }
         Command::Replay {
             file,
             run,
             db,
+            db_env,
             session,
         } => {
+            let db = Database::from_args(db, db_env)?;
             let turns = read_transcript(&file)?;
             let wiring = wire(
                 ConfigSource::Resolve(run.config.clone()),
@@ -332,8 +357,18 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             let key = SessionKey::new("zocrates", "replay", id);
             replay_turns(wiring, turns, db, key, run.json, &run.otlp).await
         }
-        Command::Evaluate { run, db, target } => evaluate(run, target, db).await,
-        Command::Inspect { target, db, check } => inspect(&target, db, check),
+        Command::Evaluate {
+            run,
+            db,
+            db_env,
+            target,
+        } => evaluate(run, target, Database::required(db, db_env)?).await,
+        Command::Inspect {
+            target,
+            db,
+            db_env,
+            check,
+        } => inspect(&target, Database::required(db, db_env)?, check).await,
         Command::Decisions { target, db, json } => decisions(&target, db, json),
         Command::Tune {
             target,
@@ -345,10 +380,14 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Serve {
             addr,
             db,
+            db_env,
             adapters,
             max_message_bytes,
             max_wait,
         } => {
+            // `--db-env` wins over `--db`'s default (clap refuses both given).
+            let db = Database::from_args(Some(db), db_env)?
+                .ok_or_else(|| CliError::Other("no database".to_owned()))?;
             serve::serve(serve::ServeArgs {
                 addr,
                 db,
@@ -390,6 +429,8 @@ enum ExistingStore {
     Native(Arc<SqliteStore>),
     /// A Google ADK sessions database, operated on in place.
     Adk(Arc<AdkStore>),
+    /// The native store's design on PostgreSQL.
+    Postgres(Arc<PostgresStore>),
 }
 
 impl ExistingStore {
@@ -397,6 +438,7 @@ impl ExistingStore {
         match self {
             ExistingStore::Native(s) => s.clone(),
             ExistingStore::Adk(s) => s.clone(),
+            ExistingStore::Postgres(s) => s.clone(),
         }
     }
 }
@@ -410,9 +452,34 @@ enum Access {
     Read,
 }
 
-/// Opens an existing database: the native store, or ADK's `DatabaseSessionService` /
+/// Opens an existing database: a SQLite file (see [`open_existing_file`]) or the store on
+/// PostgreSQL (refused, untouched, when the database holds none; read-only for `inspect`).
+async fn open_existing(db: &Database, access: Access) -> Result<ExistingStore, CliError> {
+    match db {
+        Database::File(path) => {
+            if !path.exists() {
+                return Err(CliError::Database(format!(
+                    "{}: no such database file",
+                    wiring::shown(path)
+                )));
+            }
+            open_existing_file(path, access)
+        }
+        Database::Postgres { url, .. } => {
+            let access = match access {
+                Access::Write => session_store::PostgresAccess::Existing,
+                Access::Read => session_store::PostgresAccess::ReadOnly,
+            };
+            Database::connect(url, access)
+                .await
+                .map(ExistingStore::Postgres)
+        }
+    }
+}
+
+/// Opens an existing database file: the native store, or ADK's `DatabaseSessionService` /
 /// `SqliteSessionService` layout; ADK's legacy v0 layout is refused naming `adk migrate session`.
-fn open_existing(db: &std::path::Path, access: Access) -> Result<ExistingStore, CliError> {
+fn open_existing_file(db: &std::path::Path, access: Access) -> Result<ExistingStore, CliError> {
     let database = |e: session_store::SessionStoreError| CliError::Database(e.to_string());
     let options = session_store::OpenOptions::default();
     let read = options.integrity(session_store::IntegrityCheck::Skip);
@@ -464,16 +531,21 @@ fn build_engine(
 async fn replay_turns(
     wiring: Wiring,
     turns: Vec<transcript::TranscriptTurn>,
-    db: Option<PathBuf>,
+    db: Option<Database>,
     key: SessionKey,
     json: bool,
     otlp: &OtlpArgs,
 ) -> Result<(), CliError> {
     let tmp = tempfile::tempdir()
         .map_err(|e| CliError::Other(format!("cannot create a temporary directory: {e}")))?;
-    let kept = db.clone();
-    let db = db.unwrap_or_else(|| tmp.path().join("sessions.db"));
-    let store = open_store(&db)?;
+    let kept = db.is_some();
+    let db = db.unwrap_or_else(|| Database::File(tmp.path().join("sessions.db")));
+    let opened = Store::open(&db).await?;
+    // Where the session is kept (the file, or the database without its password) and the
+    // arguments that name it again.
+    let (kept_in, reopen) = (opened.shown(&db), opened.reopen_args(&db));
+    let kept = kept.then_some(kept_in);
+    let store = opened.port();
     let (telemetry, guard, span_config) =
         wiring::telemetry(otlp.request().map_err(CliError::Other)?)?;
     init_logging(guard.as_ref());
@@ -518,11 +590,7 @@ async fn replay_turns(
                 }
                 // The session cannot be finished (the store failed, e.g. a full disk): roll
                 // it back so that its id can be used again, and say whether that worked.
-                let doomed = key.clone();
-                let rolled_back = match store
-                    .spawn_blocking(move |s| s.delete_session(&doomed))
-                    .await
-                {
+                let rolled_back = match opened.delete_session(&key).await {
                     Ok(_) => {
                         format!("session {key} was rolled back (deleted); its id can be used again")
                     }
@@ -576,17 +644,15 @@ async fn replay_turns(
             100.0 * saved as f64 / without as f64
         };
         if json {
-            out.json(&serde_json::json!({ "turns": turns.len(), "compactions": compactions, "next_prompt_tokens_without": without, "next_prompt_tokens_with": with, "tokens_saved": saved, "session": key.to_string(), "db": kept.as_deref().map(wiring::shown) }).to_string());
+            out.json(&serde_json::json!({ "turns": turns.len(), "compactions": compactions, "next_prompt_tokens_without": without, "next_prompt_tokens_with": with, "tokens_saved": saved, "session": key.to_string(), "db": kept }).to_string());
         } else {
             out.line(&format!(
                 "\n{} turns, {compactions} compactions. Next prompt: {without} tokens without compaction, {with} with: {saved} tokens saved ({pct:.0}%).",
                 turns.len()
             ));
-            if let Some(path) = &kept {
+            if let Some(kept_in) = &kept {
                 out.line(&format!(
-                    "Session {key} is kept in {}; to see it again: compaction inspect --db {} --app {} --user {} --session {}",
-                    wiring::shown(path),
-                    render::shell_word(&wiring::shown(path)),
+                    "Session {key} is kept in {kept_in}; to see it again: compaction inspect {reopen} --app {} --user {} --session {}",
                     render::shell_word(&key.app_name),
                     render::shell_word(&key.user_id),
                     render::shell_word(&key.session_id),
@@ -602,7 +668,7 @@ async fn replay_turns(
              ({} turns, {compactions} compactions stored{})",
             turns.len(),
             kept.as_deref()
-                .map(|p| format!(" in {}", wiring::shown(p)))
+                .map(|p| format!(" in {p}"))
                 .unwrap_or_default()
         )));
     }
@@ -656,19 +722,13 @@ fn emit_json(out: &mut impl Write, line: &str) -> Result<(), CliError> {
     writeln!(out, "{line}").map_err(|e| CliError::Other(format!("cannot write output: {e}")))
 }
 
-async fn evaluate(run: RunArgs, target: SessionArgs, db: PathBuf) -> Result<(), CliError> {
-    if !db.exists() {
-        return Err(CliError::Database(format!(
-            "{}: no such database file",
-            wiring::shown(&db)
-        )));
-    }
+async fn evaluate(run: RunArgs, target: SessionArgs, db: Database) -> Result<(), CliError> {
     let wiring = wire(
         ConfigSource::Resolve(run.config.clone()),
         run.decision.as_deref(),
         run.summarizer.as_deref(),
     )?;
-    let store = open_existing(&db, Access::Write)?;
+    let store = open_existing(&db, Access::Write).await?;
     let (telemetry, guard, _) = wiring::telemetry(run.otlp.request().map_err(CliError::Other)?)?;
     init_logging(guard.as_ref());
     let engine = build_engine(
@@ -738,19 +798,27 @@ fn scope_warnings(store: &ExistingStore, key: &SessionKey) -> Vec<String> {
             .map(|found| found.to_string())
             .into_iter()
             .collect(),
-        ExistingStore::Native(_) => Vec::new(),
+        ExistingStore::Native(_) | ExistingStore::Postgres(_) => Vec::new(),
     }
 }
 
-fn inspect(target: &SessionArgs, db: PathBuf, check: bool) -> Result<(), CliError> {
-    if !db.exists() {
-        return Err(CliError::Database(format!(
-            "{}: no such database file",
-            wiring::shown(&db)
-        )));
-    }
+async fn inspect(target: &SessionArgs, db: Database, check: bool) -> Result<(), CliError> {
+    let file = database::file_of(&db);
     if check {
-        session_store::check_integrity(&db).map_err(|e| CliError::Database(e.to_string()))?;
+        let Some(file) = file else {
+            return Err(CliError::Input(
+                "--check runs SQLite's integrity check on a database file; a PostgreSQL \
+                 database is checked by PostgreSQL itself (leave out --check)"
+                    .to_owned(),
+            ));
+        };
+        if !file.exists() {
+            return Err(CliError::Database(format!(
+                "{}: no such database file",
+                wiring::shown(file)
+            )));
+        }
+        session_store::check_integrity(file).map_err(|e| CliError::Database(e.to_string()))?;
     }
     let key = SessionKey::new(
         target.app.clone(),
@@ -759,7 +827,13 @@ fn inspect(target: &SessionArgs, db: PathBuf, check: bool) -> Result<(), CliErro
     );
     let database = |e: session_store::SessionStoreError| CliError::Database(e.to_string());
     // (events, revision, the view's compactions, the context)
-    let (events, revision, compactions, context) = match open_existing(&db, Access::Read)? {
+    let opened = open_existing(&db, Access::Read).await?;
+    let shown = match (&opened, file) {
+        (ExistingStore::Postgres(store), _) => store.database().to_owned(),
+        (_, Some(file)) => wiring::shown(file),
+        (_, None) => String::new(),
+    };
+    let (events, revision, compactions, context) = match opened {
         ExistingStore::Native(store) => {
             // `inspect` runs no engine: the synchronous store serves it directly.
             let store = store.blocking();
@@ -787,13 +861,23 @@ fn inspect(target: &SessionArgs, db: PathBuf, check: bool) -> Result<(), CliErro
                 context,
             )
         }
+        ExistingStore::Postgres(store) => {
+            let header = store.header(&key).await.map_err(database)?;
+            (
+                header.revision.0,
+                header.revision,
+                SessionStore::compaction_history(&*store, &key)
+                    .await
+                    .map_err(|e| CliError::Database(e.to_string()))?,
+                SessionStore::load_context(&*store, &key)
+                    .await
+                    .map_err(|e| CliError::Database(e.to_string()))?,
+            )
+        }
     };
     let mut out = std::io::stdout().lock();
     if check {
-        emit(
-            &mut out,
-            &format!("{}: integrity check: ok", wiring::shown(&db)),
-        )?;
+        emit(&mut out, &format!("{shown}: integrity check: ok"))?;
     }
     emit(
         &mut out,
@@ -824,12 +908,19 @@ fn recorded_decisions(
         target.user.clone(),
         target.session.clone(),
     );
-    let store = match open_existing(db, Access::Read)? {
+    let store = match open_existing_file(db, Access::Read)? {
         ExistingStore::Native(store) => store,
         ExistingStore::Adk(_) => {
             return Err(CliError::Database(format!(
                 "{}: an ADK database keeps no shadow decisions (they live in the native store)",
                 wiring::shown(db)
+            )));
+        }
+        // A file never opens as PostgreSQL.
+        ExistingStore::Postgres(store) => {
+            return Err(CliError::Database(format!(
+                "{}: `decisions` and `tune` read a database file",
+                store.database()
             )));
         }
     };

@@ -128,7 +128,7 @@ impl PromptLedger {
 }
 
 /// Drives a transcript through the engine.
-pub struct Replay<S: SessionStore> {
+pub struct Replay<S: SessionStore + ?Sized> {
     engine: Engine,
     store: Arc<S>,
     clock: Arc<dyn Clock>,
@@ -164,7 +164,7 @@ pub const RESEARCH_WINDOW_TURNS: usize = 96;
 #[error("{0}")]
 pub struct ReplayError(pub String);
 
-impl<S: SessionStore> Replay<S> {
+impl<S: SessionStore + ?Sized> Replay<S> {
     /// Creates the session and prepares to replay.
     pub async fn start(
         engine: Engine,

@@ -16,7 +16,7 @@ use crate::wiring::{self, ConfigSource, ProcessIds, SystemClock, wire};
 /// What `compaction serve` was asked.
 pub(crate) struct ServeArgs {
     pub(crate) addr: SocketAddr,
-    pub(crate) db: PathBuf,
+    pub(crate) db: crate::database::Database,
     pub(crate) config: Option<PathBuf>,
     pub(crate) decision: Option<String>,
     pub(crate) summarizer: Option<String>,
@@ -70,7 +70,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
     let coordinator = select_coordinator(&coordinator_config(args.config.clone())?, |name| {
         std::env::var(name).ok()
     });
-    let store = crate::open_store(&args.db)?;
+    let opened = crate::database::Store::open(&args.db).await?;
+    let store = opened.port();
     let (telemetry, guard, _) = wiring::telemetry(args.otlp)?;
     crate::init_logging(guard.as_ref());
     let clock = Arc::new(SystemClock::default());
@@ -106,7 +107,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
          (open it in a browser for the chat and preferences page; Ctrl-C or SIGTERM to stop)",
         server.coordinator(),
         wiring.banner(),
-        wiring::shown(&args.db),
+        opened.shown(&args.db),
     );
     let drained = server
         .serve(listener, shutdown_signal())

@@ -326,6 +326,16 @@ pub enum SessionStoreError {
         /// The pool's report.
         detail: String,
     },
+    /// The database holds no session store (or an older one, opened read-only): nothing was
+    /// written to it.
+    #[cfg(feature = "postgres")]
+    #[error("{database}: {detail}")]
+    PostgresNoStore {
+        /// The database, without the password.
+        database: String,
+        /// What was found and how to create the store.
+        detail: String,
+    },
     /// The PostgreSQL connection string or options are not usable.
     #[cfg(feature = "postgres")]
     #[error("{database}: {detail}")]
@@ -352,6 +362,8 @@ impl SessionStoreError {
             | SessionStoreError::AdkBadTime { .. } => FailureKind::StoreCorrupt,
             SessionStoreError::Stale { .. } => FailureKind::Stale,
             SessionStoreError::NotFound { .. } => FailureKind::NotFound,
+            #[cfg(feature = "postgres")]
+            SessionStoreError::PostgresNoStore { .. } => FailureKind::NotFound,
             SessionStoreError::AlreadyExists { .. } => FailureKind::AlreadyExists,
             SessionStoreError::NonIncreasingTimestamp { .. } => FailureKind::NonIncreasingTimestamp,
             #[cfg(feature = "postgres")]

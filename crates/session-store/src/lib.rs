@@ -109,7 +109,7 @@ pub use error::SessionStoreError;
 pub use integrity::{IntegrityCheck, MAX_REPORTED, check_integrity};
 pub use port::{AdkStore, SqliteStore};
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresOptions, PostgresStore};
+pub use postgres::{PostgresAccess, PostgresOptions, PostgresStore};
 pub use schema::SCHEMA_VERSION;
 pub use store::{Durability, OpenOptions, SessionHeader};
 

@@ -27,7 +27,7 @@ use compaction_core::{
 use proptest::prelude::*;
 use serde_json::Map;
 use session_store::postgres::POSTGRES_SCHEMA_VERSION;
-use session_store::{PostgresOptions, PostgresStore, SessionStoreError};
+use session_store::{PostgresAccess, PostgresOptions, PostgresStore, SessionStoreError};
 use tokio_postgres::NoTls;
 
 const URL_VAR: &str = "COMPACTION_TEST_POSTGRES_URL";
@@ -603,4 +603,74 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
             .await
             .unwrap_err();
     assert!(bad_schema.to_string().contains("lowercase SQL identifier"));
+}
+
+/// `Existing` and `ReadOnly` refuse a database without the store and leave it as it was;
+/// `ReadOnly` reads a store and cannot write to it; `delete_session` removes a session whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn access_modes_and_delete() {
+    let Some(url) = database_url("access_modes_and_delete") else {
+        return;
+    };
+    let client = admin(&url).await;
+    let schema = unique_schema("access");
+    for access in [PostgresAccess::Existing, PostgresAccess::ReadOnly] {
+        let options = PostgresOptions::default().schema(&schema).access(access);
+        let refused = PostgresStore::connect_with(&url, options)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(refused, SessionStoreError::PostgresNoStore { .. }),
+            "{access:?}: {refused:?}"
+        );
+        assert_eq!(refused.failure_kind(), FailureKind::NotFound);
+        assert!(
+            refused.to_string().contains("no session store"),
+            "{refused}"
+        );
+        let created: bool = client
+            .query_one("SELECT to_regnamespace($1) IS NOT NULL", &[&schema])
+            .await
+            .unwrap()
+            .get(0);
+        assert!(!created, "{access:?} created the schema");
+    }
+
+    let writer = store_in(&url, &schema).await;
+    let mut events = EventFactory::new();
+    writer.create_session(&key(1), Map::new()).await.unwrap();
+    writer
+        .append(&key(1), Revision(0), events.user("i1", "first question"))
+        .await
+        .unwrap();
+    let options = PostgresOptions::default()
+        .schema(&schema)
+        .access(PostgresAccess::ReadOnly);
+    let reader = PostgresStore::connect_with(&url, options).await.unwrap();
+    assert_eq!(reader.header(&key(1)).await.unwrap().revision, Revision(1));
+    assert_eq!(reader.load(&key(1)).await.unwrap().events.len(), 1);
+    let write = reader
+        .append(&key(1), Revision(1), events.user("i2", "second question"))
+        .await
+        .unwrap_err();
+    assert!(write.to_string().contains("read-only"), "{write}");
+    assert!(reader.create_session(&key(2), Map::new()).await.is_err());
+    assert_eq!(writer.header(&key(1)).await.unwrap().revision, Revision(1));
+
+    let existing = PostgresOptions::default()
+        .schema(&schema)
+        .access(PostgresAccess::Existing);
+    let evaluator = PostgresStore::connect_with(&url, existing).await.unwrap();
+    assert!(evaluator.delete_session(&key(1)).await.unwrap());
+    assert!(!evaluator.delete_session(&key(1)).await.unwrap());
+    let left: i64 = client
+        .query_one(&format!("SELECT count(*) FROM {schema}.events"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
+    assert!(matches!(
+        writer.load(&key(1)).await,
+        Err(StoreError::NotFound(_))
+    ));
 }

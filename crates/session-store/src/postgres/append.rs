@@ -85,12 +85,17 @@ impl PostgresStore {
         // RETURNING gives the bumped revision.
         let seq = i64::try_from(row.revision).unwrap_or(i64::MAX);
 
-        let latest: Option<f64> = tx
-            .query_one(
+        // Statements on the hot path are prepared once per connection (`prepare_cached`): a
+        // statement given as text costs a second round trip to prepare on every call.
+        let latest_stmt = tx
+            .prepare_cached(
                 "SELECT max(ts) FROM events WHERE session_pk = $1 AND in_view \
                  AND NOT is_compaction",
-                &[&row.pk],
             )
+            .await
+            .map_err(self.pg(op))?;
+        let latest: Option<f64> = tx
+            .query_one(&latest_stmt, &[&row.pk])
             .await
             .map_err(self.pg(op))?
             .get(0);
@@ -129,9 +134,15 @@ impl PostgresStore {
             self.apply_state_delta(&tx, key, row.pk, delta).await?;
         }
         let closed = i64::try_from(row.tracker.closed).unwrap_or(i64::MAX);
+        let header_stmt = tx
+            .prepare_cached(
+                "UPDATE sessions SET closed_turns = $2, open_turn = $3, prompt_tokens = $4, \
+                 live_seq = $5, live_start = $6, live_end = $7 WHERE pk = $1",
+            )
+            .await
+            .map_err(self.pg(op))?;
         tx.execute(
-            "UPDATE sessions SET closed_turns = $2, open_turn = $3, prompt_tokens = $4, \
-             live_seq = $5, live_start = $6, live_end = $7 WHERE pk = $1",
+            &header_stmt,
             &[
                 &row.pk,
                 &closed,

@@ -67,6 +67,25 @@ pub struct PostgresOptions {
     pub max_connections: usize,
     /// How long opening one connection may take. Default 10 s.
     pub connect_timeout: Duration,
+    /// What connecting may do to the store's schema. Default [`PostgresAccess::Create`].
+    pub access: PostgresAccess,
+}
+
+/// What [`PostgresStore::connect_with`] may do to the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum PostgresAccess {
+    /// Create the store's schema when it is missing and migrate an older one (`replay`,
+    /// `serve`: commands that start sessions).
+    #[default]
+    Create,
+    /// The store must already be there (an older version is migrated); a database without it
+    /// is refused with [`SessionStoreError::PostgresNoStore`] and left as it was (`evaluate`).
+    Existing,
+    /// The store must be there at this build's version, and nothing is ever written: every
+    /// transaction of the pool's connections is read-only (`default_transaction_read_only`),
+    /// so a write fails in the server (`inspect`).
+    ReadOnly,
 }
 
 impl Default for PostgresOptions {
@@ -75,6 +94,7 @@ impl Default for PostgresOptions {
             schema: "compaction".to_owned(),
             max_connections: 16,
             connect_timeout: Duration::from_secs(10),
+            access: PostgresAccess::Create,
         }
     }
 }
@@ -83,6 +103,12 @@ impl PostgresOptions {
     /// Sets the schema (builder style).
     pub fn schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = schema.into();
+        self
+    }
+
+    /// Sets what connecting may do to the schema (builder style).
+    pub fn access(mut self, access: PostgresAccess) -> Self {
+        self.access = access;
         self
     }
 
@@ -101,6 +127,8 @@ pub struct PostgresStore {
     pool: Pool,
     /// The connection string without its password, plus the schema.
     database: String,
+    /// The connection string without its password (nor the schema).
+    url: String,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -111,9 +139,14 @@ impl fmt::Debug for PostgresStore {
     }
 }
 
-/// The display form of a connection string: `postgres://user@host:port/dbname`, never the
-/// password (nor any other option).
+/// The display form of a connection string: `postgres://user@host:port/dbname (schema …)`,
+/// never the password (nor any other option).
 fn display_target(config: &tokio_postgres::Config, schema: &str) -> String {
+    format!("{} (schema {schema})", display_url(config))
+}
+
+/// `postgres://user@host:port/dbname`: the connection string without its password or options.
+fn display_url(config: &tokio_postgres::Config) -> String {
     let user = config.get_user().unwrap_or("");
     let ports = config.get_ports();
     let hosts: Vec<String> = config
@@ -129,10 +162,7 @@ fn display_target(config: &tokio_postgres::Config, schema: &str) -> String {
         })
         .collect();
     let dbname = config.get_dbname().unwrap_or(user);
-    format!(
-        "postgres://{user}@{}/{dbname} (schema {schema})",
-        hosts.join(",")
-    )
+    format!("postgres://{user}@{}/{dbname}", hosts.join(","))
 }
 
 /// A schema name the store can put in `search_path` without quoting.
@@ -165,6 +195,7 @@ impl PostgresStore {
             }
         })?;
         let database = display_target(&config, &options.schema);
+        let url = display_url(&config);
         if !valid_schema(&options.schema) {
             return Err(SessionStoreError::PostgresConfig {
                 database,
@@ -183,7 +214,19 @@ impl PostgresStore {
         }
         // Only the store's schema is searched: its unqualified table names can never resolve
         // to someone else's `sessions` in `public`.
-        let search_path = format!("-c search_path={}", options.schema);
+        // Generic plans for the store's prepared statements: every one is a keyed lookup on
+        // one session through its indexes. A custom plan estimates `session_pk = $1` and
+        // `ts > $2` as independent, so for an old session (whose live end is early in the
+        // column's histogram) it expects most of the table and reads the session's whole
+        // history instead of the live tail's rows (measured: 4.8 ms instead of 1 ms at
+        // 10,000 events; docs/BENCHMARKS.md).
+        let mut search_path = format!(
+            "-c search_path={} -c plan_cache_mode=force_generic_plan",
+            options.schema
+        );
+        if options.access == PostgresAccess::ReadOnly {
+            search_path.push_str(" -c default_transaction_read_only=on");
+        }
         let merged = match config.get_options() {
             Some(existing) if !existing.is_empty() => format!("{existing} {search_path}"),
             _ => search_path,
@@ -209,7 +252,17 @@ impl PostgresStore {
                 database: database.clone(),
                 detail: e.to_string(),
             })?;
-        let store = PostgresStore { pool, database };
+        let store = PostgresStore {
+            pool,
+            database,
+            url,
+        };
+        if options.access != PostgresAccess::Create {
+            schema::require_store(&store, &options.schema, options.access).await?;
+        }
+        if options.access == PostgresAccess::ReadOnly {
+            return Ok(store);
+        }
         let applied = schema::migrate(&store, &options.schema).await?;
         if applied > 0 {
             tracing::info!(database = %store.database, applied, version = POSTGRES_SCHEMA_VERSION, "migrated session store");
@@ -221,6 +274,12 @@ impl PostgresStore {
     /// `postgres://user@host:port/dbname (schema compaction)`.
     pub fn database(&self) -> &str {
         &self.database
+    }
+
+    /// The connection string without its password or options, `postgres://user@host:port/dbname`
+    /// (to name the database to a person, or to connect again with a password-less login).
+    pub fn url(&self) -> &str {
+        &self.url
     }
 
     /// The gate header of the session: one indexed row read.
@@ -243,6 +302,23 @@ impl PostgresStore {
             Ok(session_row(&row).header())
         }
         .await;
+        self.release(client, &result);
+        result
+    }
+
+    /// Deletes a session with its events and decisions (`replay` rolls back a session it
+    /// could not finish); false when there was none.
+    pub async fn delete_session(&self, key: &SessionKey) -> Result<bool, SessionStoreError> {
+        let op = || format!("deleting session {key}");
+        let client = self.client(&op).await?;
+        let result = client
+            .execute(
+                "DELETE FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3",
+                &[&key.app_name, &key.user_id, &key.session_id],
+            )
+            .await
+            .map(|deleted| deleted > 0)
+            .map_err(self.pg(&op));
         self.release(client, &result);
         result
     }

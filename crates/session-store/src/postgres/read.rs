@@ -91,8 +91,10 @@ impl PostgresStore {
             .start()
             .await
             .map_err(self.pg(op))?;
+        // Prepared once per connection: a statement given as text costs a round trip more.
+        let stmt = tx.prepare_cached(SESSION_ROW).await.map_err(self.pg(op))?;
         let row = tx
-            .query_opt(SESSION_ROW, &[&key.app_name, &key.user_id, &key.session_id])
+            .query_opt(&stmt, &[&key.app_name, &key.user_id, &key.session_id])
             .await
             .map_err(self.pg(op))?
             .ok_or_else(|| self.not_found(key))?;
@@ -133,8 +135,12 @@ impl PostgresStore {
         pk: i64,
         op: &str,
     ) -> Result<Map<String, serde_json::Value>, SessionStoreError> {
+        let stmt = tx
+            .prepare_cached("SELECT state FROM sessions WHERE pk = $1")
+            .await
+            .map_err(self.pg_named(op))?;
         let state: String = tx
-            .query_one("SELECT state FROM sessions WHERE pk = $1", &[&pk])
+            .query_one(&stmt, &[&pk])
             .await
             .map_err(self.pg_named(op))?
             .get(0);

@@ -7,7 +7,7 @@
 //! written to it.
 
 use crate::error::SessionStoreError;
-use crate::postgres::PostgresStore;
+use crate::postgres::{PostgresAccess, PostgresStore};
 
 /// Every migration, oldest first. Never edit a released entry; append a new one.
 const MIGRATIONS: &[&str] = &[
@@ -71,6 +71,60 @@ const MIGRATIONS: &[&str] = &[
 
 /// The schema version this build writes.
 pub const POSTGRES_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Checks that the store is there, writing nothing: its `schema_version` table exists and
+/// holds a version this build reads (for [`PostgresAccess::ReadOnly`], exactly this build's).
+pub(crate) async fn require_store(
+    store: &PostgresStore,
+    schema: &str,
+    access: PostgresAccess,
+) -> Result<(), SessionStoreError> {
+    let op = || "checking the store's schema".to_owned();
+    let client = store.client(&op).await?;
+    let result = async {
+        let table = format!("{schema}.schema_version");
+        let exists: bool = client
+            .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
+            .await
+            .map_err(store.pg(&op))?
+            .get(0);
+        let found: i64 = if exists {
+            client
+                .query_opt(&format!("SELECT version FROM {table}"), &[])
+                .await
+                .map_err(store.pg(&op))?
+                .map_or(0, |row| row.get(0))
+        } else {
+            0
+        };
+        let creates = "`compaction replay --db` or `compaction serve --db` creates one";
+        if found == 0 {
+            return Err(SessionStoreError::PostgresNoStore {
+                database: store.database.clone(),
+                detail: format!("no session store in this database (schema {schema}); {creates}"),
+            });
+        }
+        if found > POSTGRES_SCHEMA_VERSION {
+            return Err(SessionStoreError::FutureSchema {
+                path: store.path(),
+                found,
+                supported: POSTGRES_SCHEMA_VERSION,
+            });
+        }
+        if found < POSTGRES_SCHEMA_VERSION && access == PostgresAccess::ReadOnly {
+            return Err(SessionStoreError::PostgresNoStore {
+                database: store.database.clone(),
+                detail: format!(
+                    "the session store is at schema version {found}, this build reads                      {POSTGRES_SCHEMA_VERSION}; a read-only command does not migrate it                      (`compaction evaluate` or `compaction serve` does)"
+                ),
+            });
+        }
+        Ok(())
+    }
+    .await;
+    store.release(client, &result);
+    result
+}
 
 /// Creates the schema if needed and brings it to [`POSTGRES_SCHEMA_VERSION`]; returns how many
 /// migrations were applied. `schema` was validated as a plain identifier.
