@@ -265,24 +265,34 @@ pub fn redacted(text: &str, key: Option<&ApiKey>) -> String {
 }
 
 /// The host (and port) of a URL, for `ModelInfo::provider`: `https://openrouter.ai/api` gives
-/// `openrouter.ai`.
+/// `openrouter.ai`; never any `user:password@` part. Empty when `url` is not a URL with a host.
 pub fn host_of(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    // Drop any `user:password@` part so that credentials in a URL never reach a span.
-    authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host)
-        .to_owned()
+    match url::Url::parse(url) {
+        Ok(parsed) => match (parsed.host_str(), parsed.port()) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            (Some(host), None) => host.to_owned(),
+            (None, _) => String::new(),
+        },
+        Err(_) => String::new(),
+    }
 }
 
-/// True when the URL's authority carries credentials (`user:password@host`): such a URL must
-/// not be configured, since URLs are shown in banners, errors and spans.
+/// True when the URL carries credentials (`user:password@host`): such a URL must not be
+/// configured, since URLs are shown in banners, errors and spans. A text that does not parse
+/// as a URL counts as carrying them when it has an `@` (it cannot be shown safely either).
 pub fn has_credentials(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    rest.split(['/', '?', '#'])
-        .next()
-        .is_some_and(|authority| authority.contains('@'))
+    match url::Url::parse(url) {
+        Ok(parsed) => !parsed.username().is_empty() || parsed.password().is_some(),
+        Err(_) => url.contains('@'),
+    }
+}
+
+/// Whether `url` is an absolute `http://` or `https://` URL with a host, as every base-URL
+/// key requires.
+pub fn is_http_url(url: &str) -> bool {
+    url::Url::parse(url).is_ok_and(|u| {
+        matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty())
+    })
 }
 
 /// What a base-URL key expects instead of a URL with credentials.
@@ -349,6 +359,24 @@ mod tests {
         assert_eq!(host_of("https://openrouter.ai/api"), "openrouter.ai");
         assert_eq!(host_of("http://127.0.0.1:8080"), "127.0.0.1:8080");
         assert_eq!(host_of("http://u:pw@localhost:1/x"), "localhost:1");
+        assert_eq!(host_of("https://OpenRouter.ai:443/api"), "openrouter.ai");
+        assert_eq!(host_of("not a url"), "");
+    }
+
+    #[test]
+    fn credentials_and_http_urls_are_read_by_the_url_parser() {
+        assert!(has_credentials("https://me:pw@host/x"));
+        assert!(has_credentials("https://me@host/x"));
+        assert!(!has_credentials("https://host/x?email=a@b"));
+        assert!(is_http_url("http://127.0.0.1:8080/v1"));
+        for bad in [
+            "openrouter.ai",
+            "ftp://host",
+            "http://",
+            "https://exa mple.com",
+        ] {
+            assert!(!is_http_url(bad), "{bad}");
+        }
     }
 
     #[test]
