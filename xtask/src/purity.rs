@@ -14,6 +14,19 @@ const FORBIDDEN: [&str; 6] = [
     "opentelemetry",
 ];
 
+/// The registry prefix of our crates' package names; the rule below names each crate by its
+/// folder (`adaptive-compaction-core` is `compaction-core`).
+const PACKAGE_PREFIX: &str = "adaptive-compaction-";
+
+/// A package's name as the rule writes it: its folder's name.
+fn folder_name(package: &str) -> String {
+    match package.strip_prefix(PACKAGE_PREFIX) {
+        Some("core") => "compaction-core".to_owned(),
+        Some(rest) => rest.to_owned(),
+        None => package.to_owned(),
+    }
+}
+
 /// Which of our crates each library crate may depend on (normal dependencies). A crate not
 /// listed may depend on none of ours but the core; `cli`, `tests` and `xtask` are composition
 /// roots and may depend on anything.
@@ -31,7 +44,7 @@ const ALLOWED: [(&str, &[&str]); 8] = [
 /// The composition roots: they may depend on every crate of ours.
 const ROOTS: [&str; 3] = ["cli", "tests", "xtask"];
 
-/// Runs `cargo tree -p compaction-core -e normal` and the other [`FENCES`] and fails on any
+/// Runs `cargo tree -p adaptive-compaction-core -e normal` and the other [`FENCES`] and fails on any
 /// forbidden crate, then checks the dependency rule between our crates.
 pub(crate) fn check() -> Result<(), String> {
     feature_fences()?;
@@ -70,7 +83,7 @@ fn dependency_rule() -> Result<(), String> {
             let normal = dep["kind"].is_null();
             let dep_name = dep["name"].as_str().unwrap_or_default();
             if normal && ours.iter().any(|o| o == dep_name) {
-                edges.push((name.to_owned(), dep_name.to_owned()));
+                edges.push((folder_name(name), folder_name(dep_name)));
             }
         }
     }
@@ -108,7 +121,7 @@ fn rule_violations(edges: &[(String, String)]) -> Vec<String> {
 /// matches by name or as a `name-`/`name_` family.
 pub(crate) const FENCES: [(&str, &[&str], &[&str], &str); 5] = [
     (
-        "compaction-core",
+        "adaptive-compaction-core",
         &[],
         &FORBIDDEN,
         "compaction-core must stay I/O-free",
@@ -120,19 +133,19 @@ pub(crate) const FENCES: [(&str, &[&str], &[&str], &str); 5] = [
         "xtask must not need an HTTP client (remote evaluations take --features remote)",
     ),
     (
-        "decision-client",
+        "adaptive-compaction-decision-client",
         &["--no-default-features"],
         &["reqwest", "hyper", "rustls", "tokio"],
         "decision-client without `http` (the offline model) must not build an HTTP client",
     ),
     (
-        "summarizer",
+        "adaptive-compaction-summarizer",
         &["--no-default-features"],
         &["reqwest", "hyper", "rustls", "tokio"],
         "summarizer without `http` (the offline summarizer) must not build an HTTP client",
     ),
     (
-        "telemetry",
+        "adaptive-compaction-telemetry",
         &["--no-default-features"],
         &["opentelemetry_sdk", "opentelemetry-otlp", "reqwest"],
         "telemetry without `otlp` (the span adapter) must need the OpenTelemetry API only",
@@ -240,6 +253,19 @@ mod tests {
                 "newcrate may not depend on decision-client",
             ]
         );
+    }
+
+    #[test]
+    fn package_names_read_as_folders() {
+        assert_eq!(
+            super::folder_name("adaptive-compaction-core"),
+            "compaction-core"
+        );
+        assert_eq!(
+            super::folder_name("adaptive-compaction-session-store"),
+            "session-store"
+        );
+        assert_eq!(super::folder_name("xtask"), "xtask");
     }
 
     /// The workspace as it is keeps the rule.

@@ -1,7 +1,7 @@
 //! End-to-end engine costs: the pure gate, a fast exit through the SQLite store, and the whole
 //! compress path with instant in-process models at 1,000 and 10,000 events.
 //!
-//! `cargo bench -p cli --bench engine`
+//! `cargo bench -p adaptive-compaction-cli --bench engine`
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! echo '{"decision_fixed_probability": 0.95}' > cfg.json
-//! cargo run -p cli --example compaction_with_extra_adapter -- \
+//! cargo run -p adaptive-compaction-cli --example compaction_with_extra_adapter -- \
 //!     replay crates/cli/demo/research-conversation.jsonl --config cfg.json --decision fixed
 //! ```
 
