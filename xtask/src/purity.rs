@@ -119,7 +119,7 @@ fn rule_violations(edges: &[(String, String)]) -> Vec<String> {
 /// The feature fences: what a crate built with only the named features must not pull in.
 /// Each is `(package, cargo tree arguments, forbidden crates, why)`; a forbidden crate
 /// matches by name or as a `name-`/`name_` family.
-pub(crate) const FENCES: [(&str, &[&str], &[&str], &str); 5] = [
+pub(crate) const FENCES: [(&str, &[&str], &[&str], &str); 6] = [
     (
         "adaptive-compaction-core",
         &[],
@@ -143,6 +143,13 @@ pub(crate) const FENCES: [(&str, &[&str], &[&str], &str); 5] = [
         &["--no-default-features"],
         &["reqwest", "hyper", "rustls", "tokio"],
         "summarizer without `http` (the offline summarizer) must not build an HTTP client",
+    ),
+    (
+        "adaptive-compaction-session-store",
+        &["--no-default-features", "--features", "postgres"],
+        &["rusqlite", "libsqlite3-sys"],
+        "session-store without `sqlite` (PostgresStore alone) must not link SQLite, so that a \
+         host using sqlx's SQLite can depend on it",
     ),
     (
         "adaptive-compaction-telemetry",
