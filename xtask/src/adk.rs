@@ -114,10 +114,13 @@ fn ensure_venv(venv: &Path) -> Result<PathBuf, String> {
 pub(crate) fn interop() -> Result<(), String> {
     let root = workspace_root();
     run(
-        Command::new(env!("CARGO"))
-            .current_dir(&root)
-            .args(["build", "-p", "cli", "--quiet"]),
-        "cargo build -p cli",
+        Command::new(env!("CARGO")).current_dir(&root).args([
+            "build",
+            "-p",
+            "adaptive-compaction-cli",
+            "--quiet",
+        ]),
+        "cargo build -p adaptive-compaction-cli",
     )?;
     let target = target_dir();
     let binary = target.join("debug").join(if cfg!(windows) {

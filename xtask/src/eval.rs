@@ -125,8 +125,15 @@ async fn score(
             let mut decision_config =
                 DecisionConfig::from_map(config).map_err(|e| e.to_string())?;
             decision_config.adapter = choice;
-            let selected = build_decision_model(settings, &decision_config, process_env)
-                .map_err(|e| e.to_string())?;
+            let selected = build_decision_model(settings, &decision_config, process_env).map_err(
+                |e| match e {
+                    decision_client::FactoryError::NotBuilt { .. } => format!(
+                        "{e}; for a remote model run \
+                         `cargo run -p xtask --features remote -- eval-decision ...`"
+                    ),
+                    e => e.to_string(),
+                },
+            )?;
             Ok(score_states(selected.model.as_ref(), &settings.decision_model, states).await)
         }
     }

@@ -385,8 +385,15 @@ async fn replay(
 ) -> Result<Replayed, String> {
     let settings = settings_for(run);
     let effective = settings.effective().map_err(|e| e.to_string())?;
-    let selected = build_summarizer(&effective, config, decision_client::process_env)
-        .map_err(|e| e.to_string())?;
+    let selected = build_summarizer(&effective, config, decision_client::process_env).map_err(
+        |e| match e {
+            summarizer::FactoryError::NotBuilt { .. } => format!(
+                "{e}; for the chat summarizer run \
+                 `cargo run -p xtask --features remote -- eval-summary ...`"
+            ),
+            e => e.to_string(),
+        },
+    )?;
     let decision: Arc<dyn DecisionModel> = match run.every {
         Some(_) => Arc::new(AlwaysCompress),
         None => {

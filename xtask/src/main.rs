@@ -3,7 +3,9 @@
 //! Subcommands:
 //! - `verify`: fmt, clippy (warnings denied), every test (unit, integration, doc), the purity
 //!   check on compaction-core, and the offline decision-quality evaluation.
-//! - `purity`: only the purity check.
+//! - `purity`: only the purity check (the core's I/O fence, the feature fences, the dependency
+//!   rule).
+//! - `publish` (also a step of `verify`): `cargo publish --workspace --dry-run` (offline: `cargo package`).
 //! - `pg start|stop|url`: a throwaway PostgreSQL cluster for the PostgreSQL store's tests
 //!   (`verify` starts one itself when `COMPACTION_TEST_POSTGRES_URL` is unset and PostgreSQL is
 //!   installed, and stops it at the end).
@@ -77,10 +79,51 @@ fn steps() -> Vec<Step> {
             run: || cargo(&["test", "--workspace", "--all-features", "--quiet"]),
         },
         Step {
+            name: "publish",
+            run: publish_dry_run,
+        },
+        Step {
             name: "adk-interop",
             run: adk::interop,
         },
     ]
+}
+
+/// Every publishable crate packages and would publish: `cargo publish --workspace --dry-run
+/// --no-verify --allow-dirty` (names, versions on internal dependencies, licenses, READMEs,
+/// the dependency order; `--no-verify` because the test step already built everything). It
+/// needs the registry's index; when that is unreachable (`--offline` or no network) the
+/// strongest offline check runs instead, `cargo package --workspace --no-verify --offline`
+/// without xtask and tests, and the step says so.
+fn publish_dry_run() -> Result<(), String> {
+    let online = cargo(&[
+        "publish",
+        "--workspace",
+        "--dry-run",
+        "--no-verify",
+        "--allow-dirty",
+        "--quiet",
+    ]);
+    let Err(e) = online else {
+        return Ok(());
+    };
+    eprintln!(
+        "xtask verify: {e}; if the registry's index was unreachable, packaging offline instead"
+    );
+    cargo(&[
+        "package",
+        "--workspace",
+        "--exclude",
+        "xtask",
+        "--exclude",
+        "tests",
+        "--no-verify",
+        "--allow-dirty",
+        "--offline",
+        "--quiet",
+    ])
+    .map(|()| eprintln!("xtask verify: publish: packaged offline (the index was not checked)"))
+    .map_err(|offline| format!("{e}; offline: {offline}"))
 }
 
 /// The PostgreSQL tests' database for `verify`: the caller's `COMPACTION_TEST_POSTGRES_URL`,
@@ -170,6 +213,13 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some("publish") => match publish_dry_run() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        },
         Some("pg") => pg::command(&args[1..]),
         Some("eval-decision") => eval::eval_decision(&args[1..]),
         Some("eval-summary") => eval_summary::eval_summary(&args[1..]),
@@ -182,7 +232,7 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask <verify|purity|eval-decision|eval-summary|adk-interop|pg>"
+                "usage: cargo xtask <verify|purity|publish|eval-decision|eval-summary|adk-interop|pg>"
             );
             ExitCode::from(2)
         }

@@ -14,6 +14,19 @@ const FORBIDDEN: [&str; 6] = [
     "opentelemetry",
 ];
 
+/// The registry prefix of our crates' package names; the rule below names each crate by its
+/// folder (`adaptive-compaction-core` is `compaction-core`).
+const PACKAGE_PREFIX: &str = "adaptive-compaction-";
+
+/// A package's name as the rule writes it: its folder's name.
+fn folder_name(package: &str) -> String {
+    match package.strip_prefix(PACKAGE_PREFIX) {
+        Some("core") => "compaction-core".to_owned(),
+        Some(rest) => rest.to_owned(),
+        None => package.to_owned(),
+    }
+}
+
 /// Which of our crates each library crate may depend on (normal dependencies). A crate not
 /// listed may depend on none of ours but the core; `cli`, `tests` and `xtask` are composition
 /// roots and may depend on anything.
@@ -33,10 +46,10 @@ const ALLOWED: [(&str, &[&str]); 8] = [
 /// The composition roots: they may depend on every crate of ours.
 const ROOTS: [&str; 3] = ["cli", "tests", "xtask"];
 
-/// Runs `cargo tree -p compaction-core -e normal` and fails on any forbidden crate, then
-/// checks the dependency rule between our crates.
+/// Runs `cargo tree -p adaptive-compaction-core -e normal` and the other [`FENCES`] and fails on any
+/// forbidden crate, then checks the dependency rule between our crates.
 pub(crate) fn check() -> Result<(), String> {
-    io_free_core()?;
+    feature_fences()?;
     dependency_rule()
 }
 
@@ -72,7 +85,7 @@ fn dependency_rule() -> Result<(), String> {
             let normal = dep["kind"].is_null();
             let dep_name = dep["name"].as_str().unwrap_or_default();
             if normal && ours.iter().any(|o| o == dep_name) {
-                edges.push((name.to_owned(), dep_name.to_owned()));
+                edges.push((folder_name(name), folder_name(dep_name)));
             }
         }
     }
@@ -105,43 +118,106 @@ fn rule_violations(edges: &[(String, String)]) -> Vec<String> {
         .collect()
 }
 
-fn io_free_core() -> Result<(), String> {
+/// The feature fences: what a crate built with only the named features must not pull in.
+/// Each is `(package, cargo tree arguments, forbidden crates, why)`; a forbidden crate
+/// matches by name or as a `name-`/`name_` family.
+pub(crate) const FENCES: [(&str, &[&str], &[&str], &str); 6] = [
+    (
+        "adaptive-compaction-core",
+        &[],
+        &FORBIDDEN,
+        "compaction-core must stay I/O-free",
+    ),
+    (
+        "xtask",
+        &[],
+        &["reqwest", "hyper", "rustls"],
+        "xtask must not need an HTTP client (remote evaluations take --features remote)",
+    ),
+    (
+        "adaptive-compaction-decision-client",
+        &["--no-default-features"],
+        &["reqwest", "hyper", "rustls", "tokio"],
+        "decision-client without `http` (the offline model) must not build an HTTP client",
+    ),
+    (
+        "adaptive-compaction-summarizer",
+        &["--no-default-features"],
+        &["reqwest", "hyper", "rustls", "tokio"],
+        "summarizer without `http` (the offline summarizer) must not build an HTTP client",
+    ),
+    (
+        "adaptive-compaction-session-store",
+        &["--no-default-features", "--features", "postgres"],
+        &["rusqlite", "libsqlite3-sys"],
+        "session-store without `sqlite` (PostgresStore alone) must not link SQLite, so that a \
+         host using sqlx's SQLite can depend on it",
+    ),
+    (
+        "adaptive-compaction-telemetry",
+        &["--no-default-features"],
+        &["opentelemetry_sdk", "opentelemetry-otlp", "reqwest"],
+        "telemetry without `otlp` (the span adapter) must need the OpenTelemetry API only",
+    ),
+];
+
+fn feature_fences() -> Result<(), String> {
+    let broken: Vec<String> = FENCES
+        .iter()
+        .filter_map(
+            |(package, args, forbidden, why)| match normal_tree(package, args) {
+                Ok(tree) => {
+                    let found = offenders(&tree, forbidden);
+                    (!found.is_empty()).then(|| {
+                        format!(
+                            "{why}, but `cargo tree -p {package} -e normal {}` holds: {}",
+                            args.join(" "),
+                            found.join(", ")
+                        )
+                    })
+                }
+                Err(e) => Some(e),
+            },
+        )
+        .collect();
+    if broken.is_empty() {
+        Ok(())
+    } else {
+        Err(broken.join("\n"))
+    }
+}
+
+/// `cargo tree -p PACKAGE -e normal --prefix none ARGS`.
+fn normal_tree(package: &str, args: &[&str]) -> Result<String, String> {
     let out = Command::new(env!("CARGO"))
         .args([
             "tree",
+            "--offline",
             "-p",
-            "compaction-core",
+            package,
             "-e",
             "normal",
             "--prefix",
             "none",
         ])
+        .args(args)
         .output()
         .map_err(|e| format!("could not run cargo tree: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "cargo tree failed: {}",
+            "cargo tree -p {package} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let tree = String::from_utf8_lossy(&out.stdout);
-    let found = offenders(&tree);
-    if found.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "compaction-core must stay I/O-free, but its dependency tree holds: {}",
-            found.join(", ")
-        ))
-    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn offenders(tree: &str) -> Vec<String> {
+fn offenders(tree: &str, forbidden: &[&str]) -> Vec<String> {
     let mut found: Vec<String> = tree
         .lines()
         .filter_map(|line| line.split_whitespace().next())
         .filter(|name| {
-            FORBIDDEN.iter().any(|f| {
+            forbidden.iter().any(|f| {
                 name == f
                     || name.starts_with(&format!("{f}-"))
                     || name.starts_with(&format!("{f}_"))
@@ -188,6 +264,19 @@ mod tests {
         );
     }
 
+    #[test]
+    fn package_names_read_as_folders() {
+        assert_eq!(
+            super::folder_name("adaptive-compaction-core"),
+            "compaction-core"
+        );
+        assert_eq!(
+            super::folder_name("adaptive-compaction-session-store"),
+            "session-store"
+        );
+        assert_eq!(super::folder_name("xtask"), "xtask");
+    }
+
     /// The workspace as it is keeps the rule.
     #[test]
     fn the_workspace_keeps_the_dependency_rule() {
@@ -198,9 +287,28 @@ mod tests {
     fn finds_forbidden_crates_and_their_families() {
         let tree = "compaction-core v0.0.0\nserde v1.0.0\ntokio v1.54.1\nopentelemetry_sdk v0.33.1\nhyper-util v0.1\n";
         assert_eq!(
-            offenders(tree),
+            offenders(tree, &super::FORBIDDEN),
             ["hyper-util", "opentelemetry_sdk", "tokio"]
         );
-        assert!(offenders("serde v1\nthiserror v2\n").is_empty());
+        assert!(offenders("serde v1\nthiserror v2\n", &super::FORBIDDEN).is_empty());
+    }
+
+    /// What xtask's tree held before the `http` features: reqwest by way of decision-client.
+    #[test]
+    fn the_xtask_fence_refuses_an_http_client() {
+        let (_, _, forbidden, _) = super::FENCES
+            .iter()
+            .find(|(package, ..)| *package == "xtask")
+            .expect("an xtask fence");
+        let before =
+            "xtask v0.1.0\ndecision-client v0.1.0\nreqwest v0.13.5\nhyper v1.8.1\nrustls v0.23\n";
+        assert_eq!(offenders(before, forbidden), ["hyper", "reqwest", "rustls"]);
+    }
+
+    /// The workspace as it is keeps every feature fence (xtask without reqwest, the offline
+    /// adapters without an HTTP client, the span adapter without the SDK, the core pure).
+    #[test]
+    fn the_workspace_keeps_every_feature_fence() {
+        super::feature_fences().unwrap();
     }
 }

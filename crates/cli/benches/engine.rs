@@ -2,7 +2,7 @@
 //! compress path with instant in-process models at 1,000 and 10,000 events, and a probe that
 //! answers CONTINUE on an uncompacted session of 100 and 10,000 turns (issue 20 item 2).
 //!
-//! `cargo bench -p cli --bench engine`
+//! `cargo bench -p adaptive-compaction-cli --bench engine`
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! Writes a synthetic transcript of about N events to stdout (default 10,000), for measuring
 //! `compaction replay` on long sessions.
 //!
-//! `cargo run --release -p cli --example gen_transcript -- 10000 > big.jsonl`
+//! `cargo run --release -p adaptive-compaction-cli --example gen_transcript -- 10000 > big.jsonl`
 #![allow(clippy::print_stdout)]
 
 use serde_json::json;

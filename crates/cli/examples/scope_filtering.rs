@@ -1,6 +1,6 @@
 //! How much scope filtering shrinks the summarizer prompt on the bundled demo conversation.
 //!
-//! `cargo run --release -p cli --example scope_filtering`
+//! `cargo run --release -p adaptive-compaction-cli --example scope_filtering`
 //!
 //! The demo is replayed into a SQLite session with compaction disabled, then the summarizer
 //! prompt for a compaction at the last turn (K = 2) is built twice: as the engine builds it

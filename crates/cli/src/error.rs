@@ -7,7 +7,7 @@
 pub(crate) enum CliError {
     /// A transcript could not be read.
     #[error(transparent)]
-    Transcript(#[from] cli::transcript::TranscriptError),
+    Transcript(#[from] crate::transcript::TranscriptError),
     /// The config file or a setting is invalid.
     #[error("configuration: {0}")]
     Config(String),

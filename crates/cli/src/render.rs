@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use compaction_core::{AssembledContext, CompactionEntry, ContextEntry, Timestamp};
 
-use cli::replay::TurnRecord;
+use crate::replay::TurnRecord;
 
 /// `text` made safe to print on a terminal: every control character but newline and tab (C0,
 /// DEL, C1: ESC, BEL, NUL, carriage return…) and every bidirectional-text control (U+202E

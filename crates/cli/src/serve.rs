@@ -15,6 +15,7 @@ use crate::wiring::{self, ConfigSource, ProcessIds, SystemClock, wire};
 
 /// What `compaction serve` was asked.
 pub(crate) struct ServeArgs {
+    pub(crate) registry: crate::Registry,
     pub(crate) addr: SocketAddr,
     pub(crate) db: crate::database::Database,
     pub(crate) config: Option<PathBuf>,
@@ -63,6 +64,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
         )));
     }
     let wiring = wire(
+        &args.registry,
         ConfigSource::Resolve(args.config.clone()),
         args.decision.as_deref(),
         args.summarizer.as_deref(),

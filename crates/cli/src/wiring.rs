@@ -9,15 +9,16 @@ use config_ssot::{ConfigFile, ConfigPath, ConfigStore};
 use serde_json::{Map, Value};
 
 use crate::error::CliError;
+use crate::registry::{AdapterInput, BuiltDecision, BuiltSummarizer, Registry};
 
 /// The adapters chosen and the settings they run on.
 pub(crate) struct Wiring {
     /// The validated settings.
     pub(crate) settings: Settings,
     /// The decision model and why it was chosen.
-    pub(crate) decision: decision_client::Selected,
+    pub(crate) decision: BuiltDecision,
     /// The summarizer and why it was chosen.
-    pub(crate) summarizer: summarizer::Selected,
+    pub(crate) summarizer: BuiltSummarizer,
     /// Where the settings came from.
     pub(crate) settings_origin: String,
     /// What the settings' reader should know: misspelled-looking keys, spec 3.1's
@@ -60,9 +61,10 @@ pub(crate) enum ConfigSource {
     Resolve(Option<PathBuf>),
 }
 
-/// Loads the config file (if any) and builds the adapters. `decision` / `summarizer` override
-/// the file's `decision_adapter` / `summarizer_adapter`.
+/// Loads the config file (if any) and builds the adapters it names from `registry`.
+/// `decision` / `summarizer` override the file's `decision_adapter` / `summarizer_adapter`.
 pub(crate) fn wire(
+    registry: &Registry,
     source: ConfigSource,
     decision: Option<&str>,
     summarizer: Option<&str>,
@@ -113,17 +115,20 @@ pub(crate) fn wire(
     let effective = settings
         .effective()
         .map_err(|e| CliError::Config(e.to_string()))?;
-    let (decision_config, summarizer_config) = adapter_configs(&raw, &origin)?;
     let shadow = compaction_core::settings::shadow_from(&raw)
         .map_err(|e| CliError::Config(format!("{origin}: {e}")))?;
-    let margin = std::time::Duration::from_secs(1);
-    let probe_deadline = std::time::Duration::from_secs_f64(decision_config.timeout_secs) + margin;
-    let summarize_deadline = summarizer_config.timeout() + margin;
     let env = |name: &str| std::env::var(name).ok();
-    let decision = decision_client::build_decision_model(&effective, &decision_config, env)
-        .map_err(|e| CliError::Config(e.to_string()))?;
-    let summarizer = summarizer::build_summarizer(&effective, &summarizer_config, env)
-        .map_err(|e| CliError::Config(e.to_string()))?;
+    let input = AdapterInput {
+        settings: &effective,
+        config: &raw,
+        env: &env,
+    };
+    let in_origin = |e: crate::registry::RegistryError| CliError::Config(format!("{origin}: {e}"));
+    let decision = registry.build_decision(&input).map_err(in_origin)?;
+    let summarizer = registry.build_summarizer(&input).map_err(in_origin)?;
+    let margin = std::time::Duration::from_secs(1);
+    let probe_deadline = decision.timeout + margin;
+    let summarize_deadline = summarizer.timeout + margin;
     Ok(Wiring {
         settings,
         decision,
@@ -137,25 +142,6 @@ pub(crate) fn wire(
             .chain(effective.clamp_warning.map(|w| w.to_string()))
             .collect(),
     })
-}
-
-/// The adapters' settings read from a config object by each adapter crate's own parser; an
-/// error names `origin` (the file they came from).
-fn adapter_configs(
-    raw: &Map<String, Value>,
-    origin: &str,
-) -> Result<
-    (
-        decision_client::DecisionConfig,
-        summarizer::SummarizerConfig,
-    ),
-    CliError,
-> {
-    let in_origin = |e: &dyn std::fmt::Display| CliError::Config(format!("{origin}: {e}"));
-    Ok((
-        decision_client::DecisionConfig::from_map(raw).map_err(|e| in_origin(&e))?,
-        summarizer::SummarizerConfig::from_map(raw).map_err(|e| in_origin(&e))?,
-    ))
 }
 
 /// `--config PATH` is read and must exist (a reading command never creates a file, and a typo
@@ -206,13 +192,14 @@ fn load_config(
 /// string, and checked by the adapter crate's own parser before anything is written. Any other
 /// key is refused, naming every settable key.
 pub(crate) fn set_adapter_key(
+    registry: &Registry,
     store: &ConfigStore,
     key: &str,
     text: &str,
 ) -> Result<ConfigFile, CliError> {
-    let adapter_keys = decision_client::config::KEYS
+    let registered = registry.adapter_keys();
+    let adapter_keys = registered
         .iter()
-        .chain(&summarizer::config::KEYS)
         .chain(&service::http::coordinator::config::KEYS)
         .chain(&compaction_core::settings::EXTENSION_KEYS);
     if !adapter_keys.clone().any(|k| *k == key) {
@@ -233,9 +220,11 @@ pub(crate) fn set_adapter_key(
     let file = store.load().map_err(|e| CliError::Config(e.to_string()))?;
     let mut raw = file.raw().clone();
     raw.insert(key.to_owned(), value.clone());
-    adapter_configs(&raw, &shown(file.path()))?;
-    service::http::CoordinatorConfig::from_map(&raw)
-        .map_err(|e| CliError::Config(format!("{}: {e}", shown(file.path()))))?;
+    // The convention and every built-in parser; an extra adapter checks its own keys when built.
+    let in_file =
+        |e: &dyn std::fmt::Display| CliError::Config(format!("{}: {e}", shown(file.path())));
+    registry.validate(&raw).map_err(|e| in_file(&e))?;
+    service::http::CoordinatorConfig::from_map(&raw).map_err(|e| in_file(&e))?;
     compaction_core::settings::shadow_from(&raw)
         .map_err(|e| CliError::Config(format!("{}: {e}", shown(file.path()))))?;
     store

@@ -1,7 +1,7 @@
 //! Fuzz of the transcript parser (issue 20): arbitrary and mutated transcripts never panic
 //! `cli::transcript::parse`; every refusal names the source and, for a bad line, its number.
 //!
-//! Bounded for CI (256 cases); a longer run: `PROPTEST_CASES=50000 cargo test -p cli --test fuzz`.
+//! Bounded for CI (256 cases); a longer run: `PROPTEST_CASES=50000 cargo test -p adaptive-compaction-cli --test fuzz`.
 
 use proptest::prelude::*;
 

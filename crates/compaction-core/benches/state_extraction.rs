@@ -4,7 +4,7 @@
 //! [`extract_decision_state`]). Both produce the same state (a proptest in `state.rs` checks
 //! it); only the first should cost the same at both lengths.
 //!
-//! `cargo bench -p compaction-core --bench state_extraction -- --warm-up-time 1 --measurement-time 3`
+//! `cargo bench -p adaptive-compaction-core --bench state_extraction -- --warm-up-time 1 --measurement-time 3`
 #![allow(missing_docs)]
 
 use compaction_core::state::{DEFAULT_STATE_BUDGET_TOKENS, extract_decision_state_from_view};

@@ -2,7 +2,7 @@
 //! `update` (lock, read, temporary file, two fsyncs, rename), and a watcher poll of an
 //! unchanged file (one `stat`), which is what each poll interval costs when nothing happens.
 //!
-//! `cargo bench -p config-ssot --bench config -- --warm-up-time 1 --measurement-time 3`
+//! `cargo bench -p adaptive-compaction-config-ssot --bench config -- --warm-up-time 1 --measurement-time 3`
 #![allow(missing_docs)]
 
 use std::time::{Duration, SystemTime};

@@ -1,7 +1,7 @@
 //! Adapter overhead: each HTTP adapter against a loopback wiremock server (the whole probe:
 //! serialize, POST, parse), and the offline model on a 500-token decision state.
 //!
-//! `cargo bench -p decision-client --bench adapters -- --warm-up-time 1 --measurement-time 3`
+//! `cargo bench -p adaptive-compaction-decision-client --bench adapters -- --warm-up-time 1 --measurement-time 3`
 #![allow(missing_docs)]
 
 use std::time::Duration;

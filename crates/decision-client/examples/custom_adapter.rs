@@ -4,7 +4,7 @@
 //! adapters.
 //!
 //! ```text
-//! MY_CLASSIFIER_URL=http://localhost:9000/score cargo run -p decision-client --example custom_adapter
+//! MY_CLASSIFIER_URL=http://localhost:9000/score cargo run -p adaptive-compaction-decision-client --example custom_adapter
 //! ```
 //! Without `MY_CLASSIFIER_URL` it only prints what it would call.
 #![allow(clippy::print_stdout, clippy::print_stderr)]

@@ -9,16 +9,12 @@
 //! (`choices[0].logprobs.content[0].top_logprobs: [{token, logprob}]`) and the legacy
 //! completions shape (`choices[0].logprobs.top_logprobs[0]: {token: logprob}`) are read.
 
-use std::time::Duration;
-
-use async_trait::async_trait;
-use compaction_core::{AdapterError, DecisionAnswer, DecisionModel, ModelInfo, ProbeRequest};
+use compaction_core::{DecisionAnswer, ProbeRequest};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::decisions::answer_with_host_facts;
 use crate::error::DecisionError;
-use crate::http::{ApiKey, JsonClient, host_of};
 
 /// The judge's system message.
 pub const SYSTEM_PROMPT: &str = "You are a strict binary judge for a research assistant's context manager. Read the rubric and the conversation, then answer with exactly one word: yes or no.";
@@ -60,85 +56,101 @@ pub fn judge_prompt(request: &ProbeRequest) -> String {
     )
 }
 
-/// Asks an OpenAI-compatible chat model the rubric and reads P(yes) from the logprobs.
-#[derive(Debug, Clone)]
-pub struct ChatLogprobsJudge {
-    client: JsonClient,
-    url: String,
-    key: Option<ApiKey>,
-    top_logprobs: u8,
-    info: ModelInfo,
-}
+#[cfg(feature = "http")]
+pub use remote::ChatLogprobsJudge;
 
-impl ChatLogprobsJudge {
-    /// A judge posting to `url` (base URL and path joined) for `model`. `top_logprobs` is
-    /// raised to 5 when lower, as the issue requires at least five alternatives.
-    pub fn new(
-        url: impl Into<String>,
-        model: impl Into<String>,
+/// The adapter itself (feature `http`).
+#[cfg(feature = "http")]
+mod remote {
+    use super::*;
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use compaction_core::{AdapterError, DecisionModel, ModelInfo};
+
+    use crate::http::{ApiKey, JsonClient, host_of};
+
+    /// Asks an OpenAI-compatible chat model the rubric and reads P(yes) from the logprobs.
+    #[derive(Debug, Clone)]
+    pub struct ChatLogprobsJudge {
+        client: JsonClient,
+        url: String,
         key: Option<ApiKey>,
-        timeout: Duration,
         top_logprobs: u8,
-    ) -> Result<ChatLogprobsJudge, DecisionError> {
-        let url = url.into();
-        let client = JsonClient::new(timeout).map_err(|e| DecisionError::Client(e.to_string()))?;
-        Ok(ChatLogprobsJudge {
-            client,
-            info: ModelInfo::new("openai", host_of(&url), model),
-            url,
-            key,
-            top_logprobs: top_logprobs.max(5),
-        })
+        info: ModelInfo,
     }
 
-    /// The body sent for `request`.
-    pub fn chat_request(&self, request: &ProbeRequest) -> ChatRequest {
-        ChatRequest {
-            model: self.info.model.clone(),
-            messages: vec![
-                ChatMessage {
-                    role: "system",
-                    content: SYSTEM_PROMPT.to_owned(),
-                },
-                ChatMessage {
-                    role: "user",
-                    content: judge_prompt(request),
-                },
-            ],
-            max_tokens: 1,
-            temperature: 0.0,
-            logprobs: true,
-            top_logprobs: self.top_logprobs,
+    impl ChatLogprobsJudge {
+        /// A judge posting to `url` (base URL and path joined) for `model`. `top_logprobs` is
+        /// raised to 5 when lower, as the issue requires at least five alternatives.
+        pub fn new(
+            url: impl Into<String>,
+            model: impl Into<String>,
+            key: Option<ApiKey>,
+            timeout: Duration,
+            top_logprobs: u8,
+        ) -> Result<ChatLogprobsJudge, DecisionError> {
+            let url = url.into();
+            let client =
+                JsonClient::new(timeout).map_err(|e| DecisionError::Client(e.to_string()))?;
+            Ok(ChatLogprobsJudge {
+                client,
+                info: ModelInfo::new("openai", host_of(&url), model),
+                url,
+                key,
+                top_logprobs: top_logprobs.max(5),
+            })
+        }
+
+        /// The body sent for `request`.
+        pub fn chat_request(&self, request: &ProbeRequest) -> ChatRequest {
+            ChatRequest {
+                model: self.info.model.clone(),
+                messages: vec![
+                    ChatMessage {
+                        role: "system",
+                        content: SYSTEM_PROMPT.to_owned(),
+                    },
+                    ChatMessage {
+                        role: "user",
+                        content: judge_prompt(request),
+                    },
+                ],
+                max_tokens: 1,
+                temperature: 0.0,
+                logprobs: true,
+                top_logprobs: self.top_logprobs,
+            }
+        }
+
+        /// Sends one probe and reads p, with the crate's typed error.
+        pub async fn probe(&self, request: &ProbeRequest) -> Result<DecisionAnswer, DecisionError> {
+            let body = self.chat_request(request);
+            let (url, key) = (&self.url, self.key.as_ref());
+            crate::exchange::post_and_parse(
+                &self.client,
+                url,
+                key,
+                &body,
+                &body.model,
+                "chat judge",
+                parse_answer,
+            )
+            .await
         }
     }
 
-    /// Sends one probe and reads p, with the crate's typed error.
-    pub async fn probe(&self, request: &ProbeRequest) -> Result<DecisionAnswer, DecisionError> {
-        let body = self.chat_request(request);
-        let (url, key) = (&self.url, self.key.as_ref());
-        crate::exchange::post_and_parse(
-            &self.client,
-            url,
-            key,
-            &body,
-            &body.model,
-            "chat judge",
-            parse_answer,
-        )
-        .await
-    }
-}
+    #[async_trait]
+    impl DecisionModel for ChatLogprobsJudge {
+        fn info(&self) -> ModelInfo {
+            self.info.clone()
+        }
 
-#[async_trait]
-impl DecisionModel for ChatLogprobsJudge {
-    fn info(&self) -> ModelInfo {
-        self.info.clone()
-    }
-
-    async fn decide(&self, request: &ProbeRequest) -> Result<DecisionAnswer, AdapterError> {
-        self.probe(request)
-            .await
-            .map_err(DecisionError::into_adapter_error)
+        async fn decide(&self, request: &ProbeRequest) -> Result<DecisionAnswer, AdapterError> {
+            self.probe(request)
+                .await
+                .map_err(DecisionError::into_adapter_error)
+        }
     }
 }
 

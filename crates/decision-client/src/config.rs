@@ -15,7 +15,9 @@
 //! | `decision_chat_api_key_env` | env var name (`A-Z`, `0-9`, `_`) | `"OPENROUTER_API_KEY"` | variable holding the judge's key (optional for local servers) |
 //! | `decision_chat_top_logprobs` | integer | `10` | alternatives requested for the first token, 5 to 20 |
 //!
-//! Unrelated keys are ignored, so the whole settings object can be passed in.
+//! Unrelated keys are ignored, so the whole settings object can be passed in; a `decision_*`
+//! key that is not in the table is an error naming it (a misspelling is never ignored), as
+//! for the summarizer's `summarizer_*` keys.
 //!
 //! The two `*_api_key_env` keys take the *name* of a variable, `^[A-Z_][A-Z0-9_]*$`
 //! ([`crate::http::is_env_var_name`]). Any other value is refused without being shown, since
@@ -48,6 +50,9 @@ pub const KEY_CHAT_MODEL: &str = "decision_chat_model";
 pub const KEY_CHAT_API_KEY_ENV: &str = "decision_chat_api_key_env";
 /// Key: how many first-token alternatives the judge asks for.
 pub const KEY_CHAT_TOP_LOGPROBS: &str = "decision_chat_top_logprobs";
+
+/// The prefix of every decision-client key.
+pub const KEY_PREFIX: &str = "decision_";
 
 /// Every key this module reads, in table order.
 pub const KEYS: [&str; 10] = [
@@ -152,6 +157,12 @@ impl Default for DecisionConfig {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
+    /// A `decision_*` key this crate does not read (a misspelling).
+    #[error("unknown key {key}; the decision keys are: {}", KEYS.join(", "))]
+    UnknownKey {
+        /// The key.
+        key: String,
+    },
     /// The value has the wrong JSON type or an unknown spelling.
     #[error("{key} must be {expected}, got {found}")]
     Invalid {
@@ -216,6 +227,12 @@ impl DecisionConfig {
     /// Reads the decision-client keys from a settings object, ignoring every other key.
     /// Absent keys keep their defaults; a present key with a wrong value is an error naming it.
     pub fn from_map(map: &Map<String, Value>) -> Result<DecisionConfig, ConfigError> {
+        if let Some(key) = map
+            .keys()
+            .find(|k| k.starts_with(KEY_PREFIX) && !KEYS.contains(&k.as_str()))
+        {
+            return Err(ConfigError::UnknownKey { key: key.clone() });
+        }
         let mut c = DecisionConfig::default();
         if let Some(v) = map.get(KEY_ADAPTER) {
             const EXPECTED: &str = "one of \"auto\", \"decisions\", \"openai-decisions\", \"chat-logprobs\", \"offline\"";
@@ -236,7 +253,7 @@ impl DecisionConfig {
             (KEY_API_BASE_URL, &c.api_base_url),
             (KEY_CHAT_BASE_URL, &c.chat_base_url),
         ] {
-            if !(base.starts_with("http://") || base.starts_with("https://")) {
+            if !crate::http::is_http_url(base) {
                 return Err(invalid(key, URL, &Value::String(base.clone())));
             }
             if crate::http::has_credentials(base) {
@@ -382,6 +399,20 @@ mod tests {
                 .to_string();
             assert!(err.contains(key) && err.contains(expected), "{bad}: {err}");
         }
+    }
+
+    /// Before, a misspelled `decision_*` key was silently ignored.
+    #[test]
+    fn a_misspelled_decision_key_is_an_error_naming_it() {
+        let err = DecisionConfig::from_map(&map(json!({"decision_api_bse_url": "http://x"})))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(
+                "unknown key decision_api_bse_url; the decision keys are: decision_adapter, "
+            ),
+            "{err}"
+        );
     }
 
     #[test]

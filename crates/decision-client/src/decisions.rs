@@ -10,83 +10,93 @@
 //! `prompt_tokens`, `usage.output_tokens` / `completion_tokens`) are kept for telemetry.
 //! There are no retries: one call per probe inside the timeout; failing open is the engine's job.
 
-use std::time::Duration;
-
-use async_trait::async_trait;
 use compaction_core::probe::QUESTION_ID;
-use compaction_core::{
-    AdapterError, DecisionAnswer, DecisionModel, ModelInfo, ProbeRequest, TokenUsage,
-};
+use compaction_core::{DecisionAnswer, TokenUsage};
 use serde_json::Value;
 
 use crate::error::{DecisionError, checked_probability};
-use crate::http::{ApiKey, JsonClient, host_of};
 
-/// Asks a Decisions API host for `answers.compaction_warranted.noul`.
-#[derive(Debug, Clone)]
-pub struct DecisionsApi {
-    client: JsonClient,
-    url: String,
-    key: Option<ApiKey>,
-    info: ModelInfo,
-}
+#[cfg(feature = "http")]
+pub use remote::DecisionsApi;
 
-impl DecisionsApi {
-    /// An adapter posting to `url` (base URL and path already joined) for `model`, with an
-    /// optional bearer key and a whole-exchange `timeout`.
-    pub fn new(
-        url: impl Into<String>,
-        model: impl Into<String>,
+/// The adapter itself (feature `http`).
+#[cfg(feature = "http")]
+mod remote {
+    use super::*;
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use compaction_core::{AdapterError, DecisionModel, ModelInfo, ProbeRequest};
+
+    use crate::http::{ApiKey, JsonClient, host_of};
+
+    /// Asks a Decisions API host for `answers.compaction_warranted.noul`.
+    #[derive(Debug, Clone)]
+    pub struct DecisionsApi {
+        client: JsonClient,
+        url: String,
         key: Option<ApiKey>,
-        timeout: Duration,
-    ) -> Result<DecisionsApi, DecisionError> {
-        let url = url.into();
-        let provider = host_of(&url);
-        let system = if provider.ends_with("openrouter.ai") {
-            "openrouter"
-        } else {
-            "decisions-api"
-        };
-        let client = JsonClient::new(timeout).map_err(|e| DecisionError::Client(e.to_string()))?;
-        Ok(DecisionsApi {
-            client,
-            url,
-            key,
-            info: ModelInfo::new(system, provider, model),
-        })
+        info: ModelInfo,
     }
 
-    /// The endpoint.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
+    impl DecisionsApi {
+        /// An adapter posting to `url` (base URL and path already joined) for `model`, with an
+        /// optional bearer key and a whole-exchange `timeout`.
+        pub fn new(
+            url: impl Into<String>,
+            model: impl Into<String>,
+            key: Option<ApiKey>,
+            timeout: Duration,
+        ) -> Result<DecisionsApi, DecisionError> {
+            let url = url.into();
+            let provider = host_of(&url);
+            let system = if provider.ends_with("openrouter.ai") {
+                "openrouter"
+            } else {
+                "decisions-api"
+            };
+            let client =
+                JsonClient::new(timeout).map_err(|e| DecisionError::Client(e.to_string()))?;
+            Ok(DecisionsApi {
+                client,
+                url,
+                key,
+                info: ModelInfo::new(system, provider, model),
+            })
+        }
 
-    /// Sends one probe and parses the answer, with the crate's typed error.
-    pub async fn probe(&self, request: &ProbeRequest) -> Result<DecisionAnswer, DecisionError> {
-        let (url, key) = (&self.url, self.key.as_ref());
-        crate::exchange::post_and_parse(
-            &self.client,
-            url,
-            key,
-            request,
-            &request.model,
-            "decisions api",
-            parse_answer,
-        )
-        .await
-    }
-}
+        /// The endpoint.
+        pub fn url(&self) -> &str {
+            &self.url
+        }
 
-#[async_trait]
-impl DecisionModel for DecisionsApi {
-    fn info(&self) -> ModelInfo {
-        self.info.clone()
-    }
-
-    async fn decide(&self, request: &ProbeRequest) -> Result<DecisionAnswer, AdapterError> {
-        self.probe(request)
+        /// Sends one probe and parses the answer, with the crate's typed error.
+        pub async fn probe(&self, request: &ProbeRequest) -> Result<DecisionAnswer, DecisionError> {
+            let (url, key) = (&self.url, self.key.as_ref());
+            crate::exchange::post_and_parse(
+                &self.client,
+                url,
+                key,
+                request,
+                &request.model,
+                "decisions api",
+                parse_answer,
+            )
             .await
-            .map_err(DecisionError::into_adapter_error)
+        }
+    }
+
+    #[async_trait]
+    impl DecisionModel for DecisionsApi {
+        fn info(&self) -> ModelInfo {
+            self.info.clone()
+        }
+
+        async fn decide(&self, request: &ProbeRequest) -> Result<DecisionAnswer, AdapterError> {
+            self.probe(request)
+                .await
+                .map_err(DecisionError::into_adapter_error)
+        }
     }
 }
 

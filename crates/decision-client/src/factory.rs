@@ -18,13 +18,9 @@ use std::sync::Arc;
 
 use compaction_core::{DecisionModel, EffectiveSettings};
 
-use crate::chat::ChatLogprobsJudge;
 use crate::config::{AdapterChoice, DecisionConfig};
-use crate::decisions::DecisionsApi;
 use crate::error::DecisionError;
-use crate::http::{ApiKey, join_url, shown_env_var_name};
 use crate::offline::OfflineLexical;
-use crate::openai_decisions::OpenAiDecisions;
 
 /// The chosen model and why.
 #[derive(Clone)]
@@ -60,6 +56,17 @@ pub enum FactoryError {
         /// Why.
         source: DecisionError,
     },
+    /// The adapter needs a Cargo feature this build of the crate does not have.
+    #[error(
+        "the {adapter} decision adapter is not in this build: it needs decision-client's \
+         `{feature}` feature (the offline adapter is always available)"
+    )]
+    NotBuilt {
+        /// The adapter asked for.
+        adapter: &'static str,
+        /// The missing feature.
+        feature: &'static str,
+    },
 }
 
 /// Reads the process environment.
@@ -68,11 +75,44 @@ pub fn process_env(name: &str) -> Option<String> {
 }
 
 /// Builds the decision model. `env` looks a variable up (use [`process_env`] in production).
+///
+/// Without the `http` feature `auto` is the offline model (the reason says why) and a remote
+/// choice is [`FactoryError::NotBuilt`].
+#[cfg(not(feature = "http"))]
+pub fn build_decision_model(
+    _settings: &EffectiveSettings,
+    config: &DecisionConfig,
+    _env: impl Fn(&str) -> Option<String>,
+) -> Result<Selected, FactoryError> {
+    let offline = |reason: &str| Selected {
+        model: Arc::new(OfflineLexical),
+        adapter: AdapterChoice::Offline,
+        reason: reason.to_owned(),
+    };
+    match config.adapter {
+        AdapterChoice::Auto => Ok(offline(
+            "offline lexical model: built without the remote adapters (feature `http`)",
+        )),
+        AdapterChoice::Offline => Ok(offline("offline lexical model (configured)")),
+        remote => Err(FactoryError::NotBuilt {
+            adapter: remote.as_str(),
+            feature: "http",
+        }),
+    }
+}
+
+#[cfg(feature = "http")]
+/// Builds the decision model. `env` looks a variable up (use [`process_env`] in production).
 pub fn build_decision_model(
     settings: &EffectiveSettings,
     config: &DecisionConfig,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Selected, FactoryError> {
+    use crate::chat::ChatLogprobsJudge;
+    use crate::decisions::DecisionsApi;
+    use crate::http::{ApiKey, join_url, shown_env_var_name};
+    use crate::openai_decisions::OpenAiDecisions;
+
     let api_key = ApiKey::from_lookup(&config.api_key_env, &env);
     let api_url = join_url(&config.api_base_url, &config.api_path);
     let decisions = |key: Option<ApiKey>, reason: String| {

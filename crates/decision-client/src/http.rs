@@ -1,8 +1,12 @@
 //! HTTP plumbing shared by every remote adapter (the decision adapters here and the
 //! chat-completions summarizer in the `summarizer` crate): one JSON POST with a bearer key, a
 //! hard timeout, a cap on the response body ([`DEFAULT_MAX_RESPONSE_BYTES`], set with
-//! [`JsonClient::with_max_response_bytes`] or [`MAX_RESPONSE_BYTES_ENV`]), and status codes
+//! `JsonClient::with_max_response_bytes` or [`MAX_RESPONSE_BYTES_ENV`]), and status codes
 //! mapped to typed errors.
+//!
+//! The client itself (`JsonClient`, reqwest) is behind the `http` feature; the rest of this
+//! module (keys, errors, URLs, redaction) is pure and builds without it, so the offline model
+//! and the config parsers never pull in reqwest.
 //!
 //! Secrets: an [`ApiKey`] only comes from the environment, its `Debug` and `Display` are
 //! redacted, and no error built here ever contains it. The config keys that name the key's
@@ -10,10 +14,14 @@
 //! accept only [`is_env_var_name`] names, and a refused value is described by
 //! [`describe_non_env_var_name`], never shown: the usual mistake is pasting the key itself.
 
+#[cfg(feature = "http")]
+mod client;
+#[cfg(feature = "http")]
+pub use client::{JsonClient, JsonResponse};
+
 use std::fmt;
 use std::time::Duration;
 
-use serde::Serialize;
 use serde_json::Value;
 
 /// A bearer key read from the environment. Never printed.
@@ -39,7 +47,7 @@ impl ApiKey {
         ApiKey(secret.into())
     }
 
-    fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -221,149 +229,6 @@ impl HttpError {
     }
 }
 
-/// A JSON-over-HTTP client with one timeout for the whole exchange and a cap on the size of
-/// the answer.
-#[derive(Debug, Clone)]
-pub struct JsonClient {
-    client: reqwest::Client,
-    timeout: Duration,
-    max_response_bytes: usize,
-}
-
-/// A successful JSON response.
-#[derive(Debug, Clone)]
-pub struct JsonResponse {
-    /// The parsed body.
-    pub body: Value,
-}
-
-impl JsonClient {
-    /// A client whose every call fails with [`HttpError::Timeout`] after `timeout`, and with
-    /// [`HttpError::TooLarge`] when an answer exceeds the cap: [`MAX_RESPONSE_BYTES_ENV`] from
-    /// the process environment, or [`DEFAULT_MAX_RESPONSE_BYTES`].
-    pub fn new(timeout: Duration) -> Result<JsonClient, HttpError> {
-        let max_response_bytes = max_response_bytes_from(|name| std::env::var(name).ok())?;
-        let client = reqwest::Client::builder()
-            .timeout(timeout)
-            .build()
-            .map_err(|e| HttpError::Transport {
-                url: String::new(),
-                reason: e.to_string(),
-            })?;
-        Ok(JsonClient {
-            client,
-            timeout,
-            max_response_bytes,
-        })
-    }
-
-    /// The same client with another response cap (builder style).
-    pub fn with_max_response_bytes(mut self, bytes: usize) -> JsonClient {
-        self.max_response_bytes = bytes;
-        self
-    }
-
-    /// The timeout.
-    pub fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
-    /// The response cap in bytes.
-    pub fn max_response_bytes(&self) -> usize {
-        self.max_response_bytes
-    }
-
-    /// Reads the body, at most the cap: a `Content-Length` above it is refused before
-    /// reading, and reading stops as soon as the body passes it.
-    async fn read_capped(
-        &self,
-        url: &str,
-        mut response: reqwest::Response,
-    ) -> Result<String, HttpError> {
-        let limit = self.max_response_bytes;
-        let too_large = || HttpError::TooLarge {
-            url: url.to_owned(),
-            limit,
-        };
-        if response.content_length().is_some_and(|n| n > limit as u64) {
-            return Err(too_large());
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| self.map_reqwest(url, &e))?
-        {
-            if body.len() + chunk.len() > limit {
-                return Err(too_large());
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(String::from_utf8_lossy(&body).into_owned())
-    }
-
-    /// POSTs `body` as JSON to `url` with an optional bearer key and parses the JSON answer.
-    pub async fn post_json<B: Serialize + ?Sized>(
-        &self,
-        url: &str,
-        key: Option<&ApiKey>,
-        body: &B,
-    ) -> Result<JsonResponse, HttpError> {
-        let mut request = self.client.post(url).json(body);
-        if let Some(key) = key {
-            request = request.bearer_auth(key.expose());
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| self.map_reqwest(url, &e))?;
-        let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let text = self.read_capped(url, response).await?;
-        let url_owned = url.to_owned();
-        match status.as_u16() {
-            200..=299 => serde_json::from_str(&text)
-                .map(|body| JsonResponse { body })
-                .map_err(|e| HttpError::Malformed {
-                    url: url_owned,
-                    reason: format!("invalid JSON: {e}"),
-                }),
-            401 | 403 => Err(HttpError::Unauthorized {
-                url: url_owned,
-                status: status.as_u16(),
-            }),
-            429 => Err(HttpError::RateLimited {
-                url: url_owned,
-                retry_after,
-            }),
-            code => Err(HttpError::Status {
-                url: url_owned,
-                status: code,
-                body: redacted(&text, key).chars().take(300).collect(),
-            }),
-        }
-    }
-
-    fn map_reqwest(&self, url: &str, e: &reqwest::Error) -> HttpError {
-        if e.is_timeout() {
-            HttpError::Timeout {
-                url: url.to_owned(),
-                timeout: self.timeout,
-            }
-        } else {
-            // reqwest's Display names the URL but never the headers, so the key cannot leak.
-            HttpError::Transport {
-                url: url.to_owned(),
-                reason: e.to_string(),
-            }
-        }
-    }
-}
-
 /// The shortest run of a key's characters [`redacted`] treats as a leak: eight.
 pub const MIN_KEY_FRAGMENT_CHARS: usize = 8;
 
@@ -400,24 +265,34 @@ pub fn redacted(text: &str, key: Option<&ApiKey>) -> String {
 }
 
 /// The host (and port) of a URL, for `ModelInfo::provider`: `https://openrouter.ai/api` gives
-/// `openrouter.ai`.
+/// `openrouter.ai`; never any `user:password@` part. Empty when `url` is not a URL with a host.
 pub fn host_of(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    // Drop any `user:password@` part so that credentials in a URL never reach a span.
-    authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host)
-        .to_owned()
+    match url::Url::parse(url) {
+        Ok(parsed) => match (parsed.host_str(), parsed.port()) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            (Some(host), None) => host.to_owned(),
+            (None, _) => String::new(),
+        },
+        Err(_) => String::new(),
+    }
 }
 
-/// True when the URL's authority carries credentials (`user:password@host`): such a URL must
-/// not be configured, since URLs are shown in banners, errors and spans.
+/// True when the URL carries credentials (`user:password@host`): such a URL must not be
+/// configured, since URLs are shown in banners, errors and spans. A text that does not parse
+/// as a URL counts as carrying them when it has an `@` (it cannot be shown safely either).
 pub fn has_credentials(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    rest.split(['/', '?', '#'])
-        .next()
-        .is_some_and(|authority| authority.contains('@'))
+    match url::Url::parse(url) {
+        Ok(parsed) => !parsed.username().is_empty() || parsed.password().is_some(),
+        Err(_) => url.contains('@'),
+    }
+}
+
+/// Whether `url` is an absolute `http://` or `https://` URL with a host, as every base-URL
+/// key requires.
+pub fn is_http_url(url: &str) -> bool {
+    url::Url::parse(url).is_ok_and(|u| {
+        matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty())
+    })
 }
 
 /// What a base-URL key expects instead of a URL with credentials.
@@ -465,40 +340,6 @@ mod tests {
             "<redacted> and <redacted>2"
         );
     }
-
-    /// Issue 20 item 10: an answer above the cap is refused (before reading it whole when it
-    /// declares its length, and while streaming when it does not), naming the URL and limit.
-    #[tokio::test]
-    async fn an_answer_over_the_cap_is_refused() {
-        use wiremock::matchers::method;
-        use wiremock::{Mock, MockServer, ResponseTemplate};
-        let server = MockServer::start().await;
-        let big = serde_json::json!({ "text": "x".repeat(64 * 1024) });
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(&big))
-            .mount(&server)
-            .await;
-        let client = JsonClient::new(Duration::from_secs(5))
-            .expect("client")
-            .with_max_response_bytes(16 * 1024);
-        let url = server.uri();
-        let err = client
-            .post_json(&url, None, &serde_json::json!({}))
-            .await
-            .expect_err("over the cap");
-        assert!(
-            matches!(err, HttpError::TooLarge { limit: 16_384, .. }),
-            "{err:?}"
-        );
-        assert!(err.to_string().contains(&url), "{err}");
-        let roomy = client.with_max_response_bytes(DEFAULT_MAX_RESPONSE_BYTES);
-        let ok = roomy
-            .post_json(&url, None, &serde_json::json!({}))
-            .await
-            .expect("under the cap");
-        assert_eq!(ok.body, big);
-    }
-
     #[test]
     fn the_cap_comes_from_the_environment_or_the_default() {
         assert_eq!(
@@ -518,6 +359,24 @@ mod tests {
         assert_eq!(host_of("https://openrouter.ai/api"), "openrouter.ai");
         assert_eq!(host_of("http://127.0.0.1:8080"), "127.0.0.1:8080");
         assert_eq!(host_of("http://u:pw@localhost:1/x"), "localhost:1");
+        assert_eq!(host_of("https://OpenRouter.ai:443/api"), "openrouter.ai");
+        assert_eq!(host_of("not a url"), "");
+    }
+
+    #[test]
+    fn credentials_and_http_urls_are_read_by_the_url_parser() {
+        assert!(has_credentials("https://me:pw@host/x"));
+        assert!(has_credentials("https://me@host/x"));
+        assert!(!has_credentials("https://host/x?email=a@b"));
+        assert!(is_http_url("http://127.0.0.1:8080/v1"));
+        for bad in [
+            "openrouter.ai",
+            "ftp://host",
+            "http://",
+            "https://exa mple.com",
+        ] {
+            assert!(!is_http_url(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -18,6 +18,13 @@
 //! - [`http`]: the HTTP plumbing every remote adapter in the workspace shares (the summarizer
 //!   crate uses it too): one JSON POST, a bearer key, one timeout, typed status errors.
 //!
+//! # Features
+//! - `http` (default): the three remote adapters and `http::JsonClient`, on reqwest and
+//!   rustls. Without it the crate is the offline model, the config, the factory (a remote
+//!   choice is then a [`FactoryError::NotBuilt`] naming the feature), the reply parsers, the
+//!   evaluation and the pure half of [`http`] (keys, errors, URLs, redaction): no reqwest,
+//!   no TLS, no tokio (`cargo xtask verify` checks it).
+//!
 //! # What this crate must never do
 //! It never retries inside the probe's time budget (one call, one timeout: 10 s by default,
 //! spec 5.1), never fails open itself (the engine turns every [`DecisionError`] into CONTINUE),
@@ -64,6 +71,7 @@ pub mod config;
 pub mod decisions;
 pub mod error;
 pub mod eval;
+#[cfg(feature = "http")]
 mod exchange;
 pub mod factory;
 pub mod http;
@@ -72,11 +80,14 @@ pub mod openai_decisions;
 pub mod sessions;
 pub mod tuning;
 
+#[cfg(feature = "http")]
 pub use chat::ChatLogprobsJudge;
 pub use compaction_core::DecisionModel;
 pub use config::{AdapterChoice, ConfigError, DecisionConfig};
+#[cfg(feature = "http")]
 pub use decisions::DecisionsApi;
 pub use error::DecisionError;
 pub use factory::{FactoryError, Selected, build_decision_model, process_env};
 pub use offline::OfflineLexical;
+#[cfg(feature = "http")]
 pub use openai_decisions::OpenAiDecisions;

@@ -23,17 +23,13 @@
 //! `decision_api_path` / `decision_api_key_env` keys as the Decisions API adapter (for OpenAI:
 //! `https://api.openai.com`, `/v1/decisions`, `OPENAI_API_KEY`).
 
-use std::time::Duration;
-
-use async_trait::async_trait;
 use compaction_core::probe::QUESTION_ID;
-use compaction_core::{AdapterError, DecisionAnswer, DecisionModel, ModelInfo, ProbeRequest};
+use compaction_core::{DecisionAnswer, ProbeRequest};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::decisions::answer_with_host_facts;
 use crate::error::{DecisionError, checked_probability};
-use crate::http::{ApiKey, JsonClient, host_of};
 
 /// The question type the probe asks.
 pub const PREDICATE: &str = "predicate";
@@ -80,66 +76,82 @@ impl<'a> DecisionsRequest<'a> {
     }
 }
 
-/// Asks an OpenAI Decisions host for the predicate's probability.
-#[derive(Debug, Clone)]
-pub struct OpenAiDecisions {
-    client: JsonClient,
-    url: String,
-    key: Option<ApiKey>,
-    info: ModelInfo,
-}
+#[cfg(feature = "http")]
+pub use remote::OpenAiDecisions;
 
-impl OpenAiDecisions {
-    /// An adapter posting to `url` (base URL and path already joined) for `model`, with an
-    /// optional bearer key and a whole-exchange `timeout`.
-    pub fn new(
-        url: impl Into<String>,
-        model: impl Into<String>,
+/// The adapter itself (feature `http`).
+#[cfg(feature = "http")]
+mod remote {
+    use super::*;
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use compaction_core::{AdapterError, DecisionModel, ModelInfo};
+
+    use crate::http::{ApiKey, JsonClient, host_of};
+
+    /// Asks an OpenAI Decisions host for the predicate's probability.
+    #[derive(Debug, Clone)]
+    pub struct OpenAiDecisions {
+        client: JsonClient,
+        url: String,
         key: Option<ApiKey>,
-        timeout: Duration,
-    ) -> Result<OpenAiDecisions, DecisionError> {
-        let url = url.into();
-        let provider = host_of(&url);
-        let client = JsonClient::new(timeout).map_err(|e| DecisionError::Client(e.to_string()))?;
-        Ok(OpenAiDecisions {
-            client,
-            url,
-            key,
-            info: ModelInfo::new("openai", provider, model),
-        })
+        info: ModelInfo,
     }
 
-    /// The endpoint.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
+    impl OpenAiDecisions {
+        /// An adapter posting to `url` (base URL and path already joined) for `model`, with an
+        /// optional bearer key and a whole-exchange `timeout`.
+        pub fn new(
+            url: impl Into<String>,
+            model: impl Into<String>,
+            key: Option<ApiKey>,
+            timeout: Duration,
+        ) -> Result<OpenAiDecisions, DecisionError> {
+            let url = url.into();
+            let provider = host_of(&url);
+            let client =
+                JsonClient::new(timeout).map_err(|e| DecisionError::Client(e.to_string()))?;
+            Ok(OpenAiDecisions {
+                client,
+                url,
+                key,
+                info: ModelInfo::new("openai", provider, model),
+            })
+        }
 
-    /// Sends one probe and parses the answer, with the crate's typed error.
-    pub async fn probe(&self, request: &ProbeRequest) -> Result<DecisionAnswer, DecisionError> {
-        let body = DecisionsRequest::from_probe(request);
-        crate::exchange::post_and_parse(
-            &self.client,
-            &self.url,
-            self.key.as_ref(),
-            &body,
-            &request.model,
-            "openai decisions",
-            parse_answer,
-        )
-        .await
-    }
-}
+        /// The endpoint.
+        pub fn url(&self) -> &str {
+            &self.url
+        }
 
-#[async_trait]
-impl DecisionModel for OpenAiDecisions {
-    fn info(&self) -> ModelInfo {
-        self.info.clone()
-    }
-
-    async fn decide(&self, request: &ProbeRequest) -> Result<DecisionAnswer, AdapterError> {
-        self.probe(request)
+        /// Sends one probe and parses the answer, with the crate's typed error.
+        pub async fn probe(&self, request: &ProbeRequest) -> Result<DecisionAnswer, DecisionError> {
+            let body = DecisionsRequest::from_probe(request);
+            crate::exchange::post_and_parse(
+                &self.client,
+                &self.url,
+                self.key.as_ref(),
+                &body,
+                &request.model,
+                "openai decisions",
+                parse_answer,
+            )
             .await
-            .map_err(DecisionError::into_adapter_error)
+        }
+    }
+
+    #[async_trait]
+    impl DecisionModel for OpenAiDecisions {
+        fn info(&self) -> ModelInfo {
+            self.info.clone()
+        }
+
+        async fn decide(&self, request: &ProbeRequest) -> Result<DecisionAnswer, AdapterError> {
+            self.probe(request)
+                .await
+                .map_err(DecisionError::into_adapter_error)
+        }
     }
 }
 

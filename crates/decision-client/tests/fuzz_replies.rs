@@ -3,7 +3,7 @@
 //! `chat::parse_answer`; a refusal names the URL.
 //!
 //! Bounded for CI (256 cases); a longer run:
-//! `PROPTEST_CASES=50000 cargo test -p decision-client --test fuzz_replies`.
+//! `PROPTEST_CASES=50000 cargo test -p adaptive-compaction-decision-client --test fuzz_replies`.
 
 use proptest::prelude::*;
 use serde_json::{Value, json};

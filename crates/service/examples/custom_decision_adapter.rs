@@ -1,6 +1,6 @@
 //! A Rust service adopting the engine: its own decision adapter, the engine, the async SQLite
 //! store, the offline summarizer, the system clock and process ids — no test-support items.
-//! Run: `cargo run -p service --example custom_decision_adapter`.
+//! Run: `cargo run -p adaptive-compaction-service --example custom_decision_adapter`.
 #![allow(clippy::print_stdout)]
 
 use std::sync::Arc;

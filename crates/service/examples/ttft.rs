@@ -7,8 +7,8 @@
 //! compresses), the offline summarizer after `--summarize-ms` more.
 //!
 //! ```text
-//! cargo run --release -p service --features http --example ttft -- ttft --think-ms 2000
-//! cargo run --release -p service --features http --example ttft -- load --sessions 1000
+//! cargo run --release -p adaptive-compaction-service --features http --example ttft -- ttft --think-ms 2000
+//! cargo run --release -p adaptive-compaction-service --features http --example ttft -- load --sessions 1000
 //! ```
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 

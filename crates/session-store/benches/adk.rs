@@ -10,7 +10,7 @@
 //! event, and on a disk each would wait for an fsync (reads come from the page cache either
 //! way).
 //!
-//! Run: `cargo bench -p session-store --bench adk -- --warm-up-time 1 --measurement-time 3`
+//! Run: `cargo bench -p adaptive-compaction-session-store --bench adk -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
 use std::path::Path;

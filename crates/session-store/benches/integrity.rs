@@ -3,7 +3,7 @@
 //! on files of 1,000, 10,000 and 100,000 events (the benchmark history of `store`), median of
 //! 9 opens each after one warm-up open (the file is in the page cache: this is the CPU cost).
 //!
-//! Run: `cargo bench -p session-store --bench integrity`
+//! Run: `cargo bench -p adaptive-compaction-session-store --bench integrity`
 
 #![allow(clippy::print_stdout)]
 

@@ -7,7 +7,7 @@
 //! - `load_live_tail`: the same sessions, what the engine reads once the gate opens;
 //! - `get_session` at 10,000 events, for contrast with the whole-history load.
 //!
-//! Run: `cargo bench -p session-store --bench store -- --warm-up-time 1 --measurement-time 3`
+//! Run: `cargo bench -p adaptive-compaction-session-store --bench store -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

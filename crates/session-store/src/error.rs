@@ -2,6 +2,7 @@
 //! session and event it concerns.
 
 use std::path::PathBuf;
+#[cfg(feature = "sqlite")]
 use std::time::Duration;
 
 use compaction_core::{FailureKind, Revision, SessionKey, StoreError, Timestamp, classified};
@@ -30,6 +31,7 @@ pub enum SessionStoreError {
         offered: Timestamp,
     },
     /// The file is not a SQLite database, or SQLite found it corrupt.
+    #[cfg(feature = "sqlite")]
     #[error(
         "{}: not a SQLite database, or corrupt, while {operation}: {source}",
         path.display()
@@ -67,6 +69,7 @@ pub enum SessionStoreError {
         path: PathBuf,
     },
     /// Another connection held the database lock for longer than the busy timeout.
+    #[cfg(feature = "sqlite")]
     #[error(
         "{}: database locked for longer than the busy timeout ({timeout:?}) while {operation}",
         path.display()
@@ -211,6 +214,7 @@ pub enum SessionStoreError {
         source: serde_json::Error,
     },
     /// Any other SQLite failure (I/O error, disk full, cannot open the file, …).
+    #[cfg(feature = "sqlite")]
     #[error("{}: SQLite failed while {operation}: {source}", path.display())]
     Sqlite {
         /// The database file.
@@ -351,9 +355,11 @@ impl SessionStoreError {
     /// What kind of failure this is, for the engine's outcome.
     pub fn failure_kind(&self) -> FailureKind {
         match self {
+            #[cfg(feature = "sqlite")]
             SessionStoreError::Locked { .. } => FailureKind::StoreLocked,
-            SessionStoreError::Corrupt { .. }
-            | SessionStoreError::CorruptEvent { .. }
+            #[cfg(feature = "sqlite")]
+            SessionStoreError::Corrupt { .. } => FailureKind::StoreCorrupt,
+            SessionStoreError::CorruptEvent { .. }
             | SessionStoreError::CorruptState { .. }
             | SessionStoreError::FutureSchema { .. }
             | SessionStoreError::ForeignDatabase { .. }
@@ -374,6 +380,7 @@ impl SessionStoreError {
     }
 
     /// Classifies a SQLite error: busy/locked, corrupt/not-a-database, or other.
+    #[cfg(feature = "sqlite")]
     pub(crate) fn sqlite(
         path: &std::path::Path,
         timeout: Duration,

@@ -55,6 +55,12 @@
 //! from a newer schema is refused with [`SessionStoreError::FutureSchema`] before anything is
 //! written to it.
 //!
+//! # Features
+//! - `sqlite` (default): [`SqliteStore`], [`AdkStore`], [`blocking`], [`check_integrity`]
+//!   (rusqlite with bundled SQLite).
+//! - `postgres`: `PostgresStore`. With `default-features = false, features = ["postgres"]` no
+//!   SQLite is linked (a host using sqlx's SQLite can depend on the crate).
+//!
 //! # What this crate must never do
 //! It never loses or half-writes an acknowledged event, never rewrites a file it does not
 //! understand, never panics on bad input (a corrupt file, a locked database or an undecodable
@@ -90,33 +96,52 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![warn(missing_docs, unreachable_pub)]
+// With neither backend the crate is its error type and the shared row: nothing uses the
+// helpers the backends share.
+#![cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 
+#[cfg(feature = "sqlite")]
 pub mod adk;
+#[cfg(feature = "sqlite")]
 mod append;
+#[cfg(feature = "sqlite")]
 mod context;
+#[cfg(feature = "sqlite")]
 mod decisions;
 mod error;
 mod header;
+#[cfg(feature = "sqlite")]
 mod integrity;
+#[cfg(feature = "sqlite")]
 mod port;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod row;
+#[cfg(feature = "sqlite")]
 mod schema;
+#[cfg(feature = "sqlite")]
 mod store;
 
+#[cfg(feature = "sqlite")]
 pub use adk::{AdkFlavor, Layout, detect_layout};
 pub use error::SessionStoreError;
+#[cfg(feature = "sqlite")]
 pub use integrity::{IntegrityCheck, MAX_REPORTED, check_integrity};
+#[cfg(feature = "sqlite")]
 pub use port::{AdkStore, SqliteStore};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresAccess, PostgresOptions, PostgresStore};
+pub use row::SessionHeader;
+#[cfg(feature = "sqlite")]
 pub use schema::SCHEMA_VERSION;
-pub use store::{Durability, OpenOptions, SessionHeader};
+#[cfg(feature = "sqlite")]
+pub use store::{Durability, OpenOptions};
 
 /// The synchronous stores, for code that is not on an async runtime (tools, tests, the
 /// blocking pool itself). Their calls block on SQLite: never call them from an async task;
 /// use the async [`crate::SqliteStore`] / [`crate::AdkStore`] (compaction-core's
 /// `SessionStore` port) there, which run these same calls on tokio's blocking pool.
+#[cfg(feature = "sqlite")]
 pub mod blocking {
     pub use crate::adk::store::AdkStore;
     pub use crate::store::SqliteStore;

@@ -599,7 +599,7 @@ fn mutate(text: &str, at: usize, with: Option<char>) -> String {
 }
 
 proptest::proptest! {
-    // Bounded for CI; a longer run: `PROPTEST_CASES=20000 cargo test -p session-store --test adk fuzz`.
+    // Bounded for CI; a longer run: `PROPTEST_CASES=20000 cargo test -p adaptive-compaction-session-store --test adk fuzz`.
     #![proptest_config(proptest::prelude::ProptestConfig {
         cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(48),
         ..proptest::prelude::ProptestConfig::default()

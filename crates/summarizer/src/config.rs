@@ -172,10 +172,7 @@ impl SummarizerConfig {
                     config.base_url = value
                         .as_str()
                         .map(str::trim)
-                        .filter(|u| {
-                            (u.starts_with("http://") || u.starts_with("https://"))
-                                && u.len() > "https://".len()
-                        })
+                        .filter(|u| decision_client::http::is_http_url(u))
                         .ok_or_else(|| {
                             invalid(KEY_BASE_URL, "an http:// or https:// URL string", value)
                         })?

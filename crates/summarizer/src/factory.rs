@@ -14,9 +14,7 @@
 use std::sync::Arc;
 
 use compaction_core::{EffectiveSettings, Summarizer};
-use decision_client::http::{ApiKey, shown_env_var_name};
 
-use crate::chat::ChatSummarizer;
 use crate::config::{AdapterChoice, KEY_ADAPTER, SummarizerConfig};
 use crate::error::SummarizerError;
 use crate::ledger::WithCitationLedger;
@@ -54,6 +52,15 @@ pub enum FactoryError {
         /// environment variable name: it may be the key itself).
         var: String,
     },
+    /// `chat` needs a Cargo feature this build of the crate does not have.
+    #[error(
+        "{KEY_ADAPTER} is \"chat\" but this build has no chat summarizer: it needs the \
+         summarizer crate's `{feature}` feature (\"offline\" is always available)"
+    )]
+    NotBuilt {
+        /// The missing feature.
+        feature: &'static str,
+    },
     /// The HTTP client could not be built.
     #[error("cannot build the chat summarizer: {0}")]
     Client(#[from] SummarizerError),
@@ -75,37 +82,52 @@ pub fn build_summarizer(
     if config.adapter == AdapterChoice::Offline {
         return Ok(offline(format!("{KEY_ADAPTER} is \"offline\"")));
     }
-    // A name is printed only when it is one: `from_map` refuses anything else, and a config
-    // built by hand with a pasted key must not put the key in the reason or an error either.
-    let var = shown_env_var_name(&config.api_key_env);
-    let key = if config.api_key_env.is_empty() {
-        None
-    } else {
-        match env(&config.api_key_env).filter(|v| !v.trim().is_empty()) {
-            Some(secret) => Some(ApiKey::new(secret.trim())),
-            None if config.adapter == AdapterChoice::Chat => {
-                return Err(FactoryError::MissingKey {
-                    var: var.to_owned(),
-                });
-            }
-            None => return Ok(offline(format!("{var} is not set"))),
+    #[cfg(not(feature = "http"))]
+    {
+        let _ = (settings, env);
+        match config.adapter {
+            AdapterChoice::Chat => Err(FactoryError::NotBuilt { feature: "http" }),
+            _ => Ok(offline(
+                "built without the chat summarizer (feature `http`)".to_owned(),
+            )),
         }
-    };
-    let chat = ChatSummarizer::new(config, &settings.summarizer_model, key)?;
-    let auth = if config.api_key_env.is_empty() {
-        "no API key (summarizer_api_key_env is \"\")".to_owned()
-    } else {
-        format!("key from {var}")
-    };
-    let reason = format!(
-        "chat-completions summarizer: {} at {} ({auth})",
-        chat.info().model,
-        chat.url()
-    );
-    Ok(Selected {
-        summarizer: Arc::new(WithCitationLedger::new(chat)),
-        reason,
-    })
+    }
+    #[cfg(feature = "http")]
+    {
+        use crate::chat::ChatSummarizer;
+        use decision_client::http::{ApiKey, shown_env_var_name};
+        // A name is printed only when it is one: `from_map` refuses anything else, and a config
+        // built by hand with a pasted key must not put the key in the reason or an error either.
+        let var = shown_env_var_name(&config.api_key_env);
+        let key = if config.api_key_env.is_empty() {
+            None
+        } else {
+            match env(&config.api_key_env).filter(|v| !v.trim().is_empty()) {
+                Some(secret) => Some(ApiKey::new(secret.trim())),
+                None if config.adapter == AdapterChoice::Chat => {
+                    return Err(FactoryError::MissingKey {
+                        var: var.to_owned(),
+                    });
+                }
+                None => return Ok(offline(format!("{var} is not set"))),
+            }
+        };
+        let chat = ChatSummarizer::new(config, &settings.summarizer_model, key)?;
+        let auth = if config.api_key_env.is_empty() {
+            "no API key (summarizer_api_key_env is \"\")".to_owned()
+        } else {
+            format!("key from {var}")
+        };
+        let reason = format!(
+            "chat-completions summarizer: {} at {} ({auth})",
+            chat.info().model,
+            chat.url()
+        );
+        Ok(Selected {
+            summarizer: Arc::new(WithCitationLedger::new(chat)),
+            reason,
+        })
+    }
 }
 
 /// [`build_summarizer`] with the process environment; logs the choice.

@@ -16,6 +16,11 @@
 //!   `summarizer_*` keys of the shared config file) and the environment, and wraps it in the
 //!   ledger.
 //!
+//! # Features
+//! - `http` (default): [`chat`] and `ChatSummarizer`, on decision-client's `http` feature
+//!   (reqwest). Without it `auto` is the offline summarizer (the reason says why) and `chat`
+//!   is [`FactoryError::NotBuilt`]; nothing of reqwest is built.
+//!
 //! # What this crate must never do
 //! Lose a citation, write a summary that is empty, truncated (`finish_reason: "length"`) or
 //! a refusal (those are errors, so the engine writes nothing), retry inside the caller's time
@@ -54,6 +59,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod bibliography;
+#[cfg(feature = "http")]
 pub mod chat;
 pub mod citation;
 pub mod config;
@@ -65,6 +71,7 @@ pub mod ledger;
 pub mod offline;
 mod text;
 
+#[cfg(feature = "http")]
 pub use chat::ChatSummarizer;
 pub use citation::{Citation, CitationKind};
 pub use compaction_core::Summarizer;

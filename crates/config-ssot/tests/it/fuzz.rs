@@ -2,7 +2,7 @@
 //! `read` or `load`; a refused file is named and left byte-identical.
 //!
 //! Bounded for CI (64 cases each); a longer run:
-//! `PROPTEST_CASES=20000 cargo test -p config-ssot --test it fuzz`.
+//! `PROPTEST_CASES=20000 cargo test -p adaptive-compaction-config-ssot --test it fuzz`.
 
 use std::time::Duration;
 

@@ -40,7 +40,7 @@
 //! labelled research sessions (`neuro-fmri`, `ecology-pollinators`, weighted up because they
 //! are few); Platt's A and B are fitted on the TIAGE **dev** split plus a third session
 //! (`astro-exoplanets`), weighted the same way. `archaeo-radiocarbon` and the TIAGE test split
-//! are never read by the fit. Reproducible: `cargo run -p decision-client --example
+//! are never read by the fit. Reproducible: `cargo run -p adaptive-compaction-decision-client --example
 //! fit_offline_model` prints the constants below (docs/DECISION-QUALITY.md has the figures).
 
 pub mod text;
@@ -83,7 +83,7 @@ pub const FITTED_FEATURES: [&str; N_FEATURES] = [
 ];
 
 // FITTED-CONSTANTS-BEGIN
-// Fitted by `cargo run -p decision-client --example fit_offline_model`: weights on 1177 TIAGE
+// Fitted by `cargo run -p adaptive-compaction-decision-client --example fit_offline_model`: weights on 1177 TIAGE
 // train cases + sessions ["neuro-fmri", "ecology-pollinators"] (weight 30), Platt on 397 TIAGE dev
 // cases + sessions ["astro-exoplanets"] (weight 30).
 /// Fitted weights, same order as [`FITTED_FEATURES`].

@@ -19,7 +19,7 @@ use tokio_postgres::error::SqlState;
 use crate::error::SessionStoreError;
 use crate::header::Recomputed;
 use crate::postgres::{HEADER_COLUMNS, PostgresStore, session_row};
-use crate::store::{LiveRef, SessionRow, now_seconds, tokens_to_sql};
+use crate::row::{LiveRef, SessionRow, now_seconds, tokens_to_sql};
 
 /// ADK's state-delta action keys (snake_case and the camelCase alias).
 const STATE_DELTA_KEYS: [&str; 2] = ["state_delta", "stateDelta"];

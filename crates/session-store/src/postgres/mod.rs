@@ -51,7 +51,7 @@ use tokio_postgres::config::Host;
 use tokio_postgres::{NoTls, Row};
 
 use crate::error::SessionStoreError;
-use crate::store::{LiveRef, SessionRow};
+use crate::row::{LiveRef, SessionRow};
 
 pub use schema::POSTGRES_SCHEMA_VERSION;
 
@@ -286,7 +286,7 @@ impl PostgresStore {
     pub async fn header(
         &self,
         key: &SessionKey,
-    ) -> Result<crate::store::SessionHeader, SessionStoreError> {
+    ) -> Result<crate::row::SessionHeader, SessionStoreError> {
         let op = || format!("reading the header of session {key}");
         let client = self.client(&op).await?;
         let result = async {

@@ -16,7 +16,7 @@ use tokio_postgres::types::ToSql;
 
 use crate::error::SessionStoreError;
 use crate::postgres::{PostgresStore, SESSION_ROW, session_row};
-use crate::store::{LiveRef, SessionRow, now_seconds};
+use crate::row::{LiveRef, SessionRow, now_seconds};
 
 type Operation<'a> = &'a (dyn Fn() -> String + Sync);
 
