@@ -119,18 +119,33 @@ pub fn init_otlp(endpoint: Option<&str>) -> Result<TelemetryGuard, TelemetryErro
 /// An endpoint as it may be shown (errors, `Debug`, logs): any `user:password@` part is
 /// replaced by `***@`, since collectors are sometimes reached with credentials in the URL.
 pub fn shown_endpoint(endpoint: &str) -> String {
-    let (scheme, rest) = endpoint.split_once("://").unwrap_or(("", endpoint));
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let host = match authority.rsplit_once('@') {
-        Some((_, host)) => format!("***@{host}"),
-        None => authority.to_owned(),
-    };
-    if scheme.is_empty() && !endpoint.contains("://") {
-        format!("{host}{tail}")
-    } else {
-        format!("{scheme}://{host}{tail}")
+    match url::Url::parse(endpoint) {
+        Ok(mut parsed) if parsed.has_host() => {
+            if !parsed.username().is_empty() || parsed.password().is_some() {
+                // Neither fails on a URL with a host.
+                let _ = parsed.set_password(None);
+                let _ = parsed.set_username("***");
+            }
+            let shown = parsed.to_string();
+            // The parser writes an empty path as `/`; show the endpoint as it was written.
+            if parsed.path() == "/" && !endpoint.ends_with('/') && shown.ends_with('/') {
+                shown.trim_end_matches('/').to_owned()
+            } else {
+                shown
+            }
+        }
+        // Not a URL with a host: shown as written unless it may hold credentials.
+        _ if endpoint.contains('@') => "<not a URL; not shown>".to_owned(),
+        _ => endpoint.to_owned(),
     }
+}
+
+/// Whether `endpoint` is an absolute `http://` or `https://` URL with a host, read with the
+/// `url` crate (the workspace's one URL parser).
+fn is_http_url(endpoint: &str) -> bool {
+    url::Url::parse(endpoint).is_ok_and(|u| {
+        matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty())
+    })
 }
 
 /// The OTLP/HTTP exporter's setup, for callers who need more than [`init_otlp`].
@@ -235,12 +250,7 @@ impl OtlpSetup {
         } else {
             (PHOENIX_ENDPOINT.to_owned(), FROM_DEFAULT)
         };
-        let has_host = ["http://", "https://"].iter().any(|scheme| {
-            endpoint
-                .strip_prefix(scheme)
-                .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'))
-        });
-        if has_host {
+        if is_http_url(&endpoint) {
             Ok(endpoint)
         } else {
             Err(TelemetryError::InvalidEndpoint {
@@ -405,6 +415,15 @@ mod tests {
             "https://***@collector.example:4318/v1/traces"
         );
         assert_eq!(shown_endpoint(PHOENIX_ENDPOINT), PHOENIX_ENDPOINT);
+        assert_eq!(
+            shown_endpoint("http://me@localhost:4318"),
+            "http://***@localhost:4318"
+        );
+        assert_eq!(
+            shown_endpoint("not a url, me@host"),
+            "<not a URL; not shown>"
+        );
+        assert_eq!(shown_endpoint("localhost:4318"), "localhost:4318");
         let s = setup(&[]).endpoint(Some("ftp://user:TOPSECRET@host/v1/traces"));
         assert!(!format!("{s:?}").contains("TOPSECRET"));
         let err = s.resolve_endpoint().unwrap_err();
@@ -480,5 +499,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("(from the endpoint argument)"), "{error}");
+        // The hand-written check took any text after the scheme for a host.
+        for bad in ["http://exa mple.com/v1/traces", "https://:4318/v1/traces"] {
+            assert!(
+                setup(&[]).endpoint(Some(bad)).resolve_endpoint().is_err(),
+                "{bad}"
+            );
+        }
+        assert!(
+            setup(&[])
+                .endpoint(Some("http://127.0.0.1:4318/v1/traces"))
+                .resolve_endpoint()
+                .is_ok()
+        );
     }
 }
