@@ -12,7 +12,7 @@
 //! Needs `COMPACTION_TEST_POSTGRES_URL` (`cargo xtask pg start`); without it the bench says so
 //! and measures nothing. The fixtures live in a schema of their own, dropped at the end.
 //!
-//! Run: `cargo bench -p session-store --features postgres --bench postgres -- --warm-up-time 1 --measurement-time 3`
+//! Run: `cargo bench -p adaptive-compaction-session-store --features postgres --bench postgres -- --warm-up-time 1 --measurement-time 3`
 //! (`COMPACTION_BENCH_SIZES=1000,10000` leaves out the 100,000-event fixtures.)
 
 use std::hint::black_box;
