@@ -251,14 +251,30 @@ impl CoordinatorConfig {
             )?,
             ..CoordinatorConfig::default()
         };
-        if let Some(url) = &config.base_url
-            && !(url.starts_with("http://") || url.starts_with("https://"))
-        {
-            return Err(CoordinatorConfigError {
-                key: config::KEY_BASE_URL,
-                expected: "an http(s) URL such as \"https://openrouter.ai/api/v1\"",
-                got: format!("\"{url}\""),
-            });
+        if let Some(url) = &config.base_url {
+            match url::Url::parse(url) {
+                Ok(parsed)
+                    if matches!(parsed.scheme(), "http" | "https")
+                        && parsed.host_str().is_some_and(|h| !h.is_empty()) =>
+                {
+                    if !parsed.username().is_empty() || parsed.password().is_some() {
+                        // Never echo a URL that carries credentials.
+                        return Err(CoordinatorConfigError {
+                            key: config::KEY_BASE_URL,
+                            expected: "a URL without credentials (put the key in the variable \
+                                       coordinator_api_key_env names)",
+                            got: "a URL with user:password@".to_owned(),
+                        });
+                    }
+                }
+                _ => {
+                    return Err(CoordinatorConfigError {
+                        key: config::KEY_BASE_URL,
+                        expected: "an http(s) URL such as \"https://openrouter.ai/api/v1\"",
+                        got: format!("\"{url}\""),
+                    });
+                }
+            }
         }
         if let Some(model) = text(config::KEY_MODEL, "a non-empty model slug")? {
             config.model = model;
@@ -355,6 +371,19 @@ impl OpenAiCompatible {
 #[error("{0}")]
 pub struct UpstreamError(String);
 
+/// The host (and port, when one is given) of `url`, for `ModelInfo::provider`: never the
+/// user-info part of a URL that carries credentials. Empty when `url` does not parse.
+fn host_of(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(parsed) => match (parsed.host_str(), parsed.port()) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            (Some(host), None) => host.to_owned(),
+            (None, _) => String::new(),
+        },
+        Err(_) => String::new(),
+    }
+}
+
 fn upstream(kind: compaction_core::FailureKind, message: String) -> AdapterError {
     compaction_core::classified(kind, UpstreamError(message))
 }
@@ -362,14 +391,7 @@ fn upstream(kind: compaction_core::FailureKind, message: String) -> AdapterError
 #[async_trait]
 impl Coordinator for OpenAiCompatible {
     fn info(&self) -> ModelInfo {
-        let host = self
-            .url
-            .split("://")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .unwrap_or("")
-            .to_owned();
-        ModelInfo::new("openai", host, self.model.clone())
+        ModelInfo::new("openai", host_of(&self.url), self.model.clone())
     }
 
     async fn stream(&self, request: &CoordinatorRequest) -> Result<ReplyStream, AdapterError> {
@@ -477,4 +499,35 @@ fn parse_chunk(data: &str, url: &str) -> Vec<Result<ReplyChunk, AdapterError>> {
         }));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_provider_is_the_host_and_port_never_the_user_info() {
+        let info = |base: &str| OpenAiCompatible::new(base, "m", None).info().provider;
+        assert_eq!(info("https://openrouter.ai/api/v1"), "openrouter.ai");
+        assert_eq!(info("http://localhost:8000/v1/"), "localhost:8000");
+        assert_eq!(info("https://user:pw@example.com/v1"), "example.com");
+        assert_eq!(info("not a url"), "");
+    }
+
+    #[test]
+    fn a_base_url_is_an_http_url_without_credentials() {
+        let config = |url: &str| {
+            let mut raw = Map::new();
+            raw.insert(config::KEY_BASE_URL.into(), Value::from(url));
+            CoordinatorConfig::from_map(&raw)
+        };
+        assert!(config("https://openrouter.ai/api/v1").is_ok());
+        assert!(config("http://localhost:8000/v1").is_ok());
+        for bad in ["ftp://example.com", "https://", "localhost:8000"] {
+            let e = config(bad).expect_err(bad);
+            assert_eq!(e.key, config::KEY_BASE_URL, "{bad}");
+        }
+        let e = config("https://me:sk-secret@example.com/v1").expect_err("credentials");
+        assert!(!e.to_string().contains("sk-secret"), "{e}");
+    }
 }
