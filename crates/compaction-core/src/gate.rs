@@ -45,7 +45,10 @@ impl std::fmt::Display for FastExitReason {
             FastExitReason::TooFewTurns {
                 completed,
                 required,
-            } => write!(f, "{completed} completed turns < min_turns {required}"),
+            } => {
+                let turns = if *completed == 1 { "turn" } else { "turns" };
+                write!(f, "{completed} completed {turns} < min_turns {required}")
+            }
             FastExitReason::NoUsage => write!(f, "no coordinator prompt token count"),
             FastExitReason::BelowFloor { tokens, floor } => {
                 write!(f, "{tokens} prompt tokens < floor {floor}")
