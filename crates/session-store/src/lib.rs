@@ -102,6 +102,8 @@
 
 #[cfg(feature = "sqlite")]
 pub mod adk;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod adk_shape;
 #[cfg(feature = "sqlite")]
 mod append;
 #[cfg(feature = "sqlite")]
@@ -130,7 +132,10 @@ pub use integrity::{IntegrityCheck, MAX_REPORTED, check_integrity};
 #[cfg(feature = "sqlite")]
 pub use port::{AdkStore, SqliteStore};
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresAccess, PostgresOptions, PostgresStore};
+pub use postgres::{
+    AdkPostgresStore, PostgresAccess, PostgresLayout, PostgresOptions, PostgresStore,
+    detect_postgres_layout,
+};
 pub use row::SessionHeader;
 #[cfg(feature = "sqlite")]
 pub use schema::SCHEMA_VERSION;
