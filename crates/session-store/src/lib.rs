@@ -22,7 +22,10 @@
 //!
 //! With the cargo feature `postgres`, [`PostgresStore`](crate::postgres::PostgresStore)
 //! (module [`postgres`](crate::postgres)) implements the same port with the same design on a
-//! PostgreSQL database shared by several service replicas.
+//! PostgreSQL database shared by several service replicas, and
+//! [`AdkPostgresStore`](crate::postgres::AdkPostgresStore) operates on Google ADK's own
+//! `DatabaseSessionService` tables on PostgreSQL ([`detect_postgres_layout`](crate::postgres::detect_postgres_layout)
+//! tells them apart).
 //!
 //! # Rewinds
 //! A rewind event can drop (or bring back) any part of the history. Every event row carries an
@@ -58,7 +61,7 @@
 //! # Features
 //! - `sqlite` (default): [`SqliteStore`], [`AdkStore`], [`blocking`], [`check_integrity`]
 //!   (rusqlite with bundled SQLite).
-//! - `postgres`: `PostgresStore`. With `default-features = false, features = ["postgres"]` no
+//! - `postgres`: `PostgresStore`, `AdkPostgresStore`. With `default-features = false, features = ["postgres"]` no
 //!   SQLite is linked (a host using sqlx's SQLite can depend on the crate).
 //!
 //! # What this crate must never do
