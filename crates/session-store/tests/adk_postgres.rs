@@ -305,8 +305,10 @@ async fn events_round_trip_with_adks_revision_lock_and_merged_state() {
     };
     // The append cannot finish while the lock is held: the server shows it blocked by the
     // locker (polled: the condition is the server's own report, not elapsed time).
+    // No sleep: each poll is one round trip to the server; the deadline only bounds a failure.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let mut waited = false;
-    for _ in 0..200 {
+    while !waited && std::time::Instant::now() < deadline && !waiting.is_finished() {
         let n: i64 = db
             .query_one(
                 "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
@@ -315,12 +317,7 @@ async fn events_round_trip_with_adks_revision_lock_and_merged_state() {
             .await
             .unwrap()
             .get(0);
-        if n > 0 {
-            waited = true;
-            break;
-        }
-        tokio::task::yield_now().await;
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        waited = n > 0;
     }
     assert!(waited, "the append did not wait for the session row's lock");
     assert!(!waiting.is_finished());

@@ -106,30 +106,34 @@ pub async fn detect_postgres_layout(
     )?;
     let op = || "detecting the layout of the database".to_owned();
     let client = probe.client(&op).await?;
-    let result = classify(&probe, &client, native_schema, adk_schema).await;
+    let result = classify(&probe, &client, Some(native_schema), adk_schema).await;
     probe.release(client, &result);
     result
 }
 
+/// Classifies the database: the native store in `native_schema` (when given) first, then ADK's
+/// tables in `adk_schema`.
 async fn classify(
     probe: &PostgresStore,
     client: &Object,
-    native_schema: &str,
+    native_schema: Option<&str>,
     adk_schema: &str,
 ) -> Result<PostgresLayout, SessionStoreError> {
     let op = || "detecting the layout of the database".to_owned();
     let op: Operation<'_> = &op;
-    let native: bool = client
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM information_schema.tables \
-             WHERE table_schema = $1 AND table_name = 'schema_version')",
-            &[&native_schema],
-        )
-        .await
-        .map_err(probe.pg(op))?
-        .get(0);
-    if native {
-        return Ok(PostgresLayout::Native);
+    if let Some(native_schema) = native_schema {
+        let native: bool = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM information_schema.tables \
+                 WHERE table_schema = $1 AND table_name = 'schema_version')",
+                &[&native_schema],
+            )
+            .await
+            .map_err(probe.pg(op))?
+            .get(0);
+        if native {
+            return Ok(PostgresLayout::Native);
+        }
     }
     // (table, column, data type) of ADK's tables.
     let columns: Vec<(String, String, String)> = client
@@ -253,7 +257,7 @@ impl AdkPostgresStore {
         let db = PostgresStore::pool(url, &options)?;
         let op = || "checking Google ADK's tables".to_owned();
         let client = db.client(&op).await?;
-        let result = classify(&db, &client, "", &options.schema).await;
+        let result = classify(&db, &client, None, &options.schema).await;
         db.release(client, &result);
         match result? {
             PostgresLayout::AdkDatabase => Ok(AdkPostgresStore { db }),
