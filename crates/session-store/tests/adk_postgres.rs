@@ -509,3 +509,98 @@ async fn the_engine_compacts_and_an_old_handle_goes_stale() {
         .unwrap_err();
     assert!(format!("{err:?}").contains("read-only"), "{err:?}");
 }
+
+/// The store's connection is terminated by the server (`pg_terminate_backend`) while an append
+/// is inside its transaction (ADK's row lock taken, its insert waiting on a lock the test
+/// holds): the append fails with a named `transport` store error, nothing of it is written
+/// (`update_time` included), and the next call works on a new connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_killed_mid_append_is_a_named_error_and_writes_nothing() {
+    let Some(url) =
+        database_url("a_connection_killed_mid_append_is_a_named_error_and_writes_nothing")
+    else {
+        return;
+    };
+    let schema = schema_with(&url, "fault", ADK_PG_DDL).await;
+    let app = format!("fault_{schema}");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let store = AdkPostgresStore::connect_with(
+        &format!("{url}{sep}application_name={app}"),
+        PostgresOptions::default()
+            .schema(&schema)
+            .max_connections(1),
+    )
+    .await
+    .unwrap();
+    let key = key(0);
+    let created = store.create_session(&key, Map::new()).await.unwrap();
+    let mut events = from_now(
+        EventFactory::new().conversational_turn("i1", "q1", "a1"),
+        1.0,
+    );
+    let victim = events.pop().unwrap();
+    let mut revision = created.revision;
+    for e in &events {
+        revision = store.append_event(&key, revision, e).await.unwrap();
+    }
+
+    let mut blocker = admin(&url).await;
+    let lock = blocker.transaction().await.unwrap();
+    lock.batch_execute(&format!("LOCK TABLE {schema}.events IN SHARE MODE"))
+        .await
+        .unwrap();
+    let append = tokio::spawn({
+        let (store, key, victim) = (store.clone(), key.clone(), victim.clone());
+        async move { store.append_event(&key, revision, &victim).await }
+    });
+    // Until the append is inside its transaction, blocked on the events table: each poll is
+    // one round trip to the server; the deadline only bounds a failure.
+    let watcher = admin(&url).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let pid: i32 = loop {
+        let waiting = watcher
+            .query_opt(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = $1 \
+                 AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO events%'",
+                &[&app],
+            )
+            .await
+            .unwrap();
+        if let Some(row) = waiting {
+            break row.get(0);
+        }
+        assert!(
+            std::time::Instant::now() < deadline && !append.is_finished(),
+            "the append never blocked on the events table"
+        );
+    };
+    let killed: bool = watcher
+        .query_one("SELECT pg_terminate_backend($1)", &[&pid])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(killed);
+    let failed = append.await.unwrap().unwrap_err();
+    lock.commit().await.unwrap();
+    assert_eq!(
+        failed.failure_kind(),
+        compaction_core::FailureKind::Transport,
+        "{failed}"
+    );
+    let message = failed.to_string();
+    assert!(
+        message.contains("PostgreSQL failed while appending event")
+            && message.contains(&key.to_string())
+            && message.contains("terminating connection"),
+        "{message}"
+    );
+    // Nothing of the killed append was written; the next call reconnects (one connection in
+    // the pool: the broken one was dropped).
+    let session = store.get_session(&key).await.unwrap();
+    assert_eq!(session.revision, revision);
+    assert_eq!(session.events, events);
+    let after = store.append_event(&key, revision, &victim).await.unwrap();
+    assert_eq!(after.0, micros(victim.timestamp));
+    events.push(victim);
+    assert_eq!(store.get_session(&key).await.unwrap().events, events);
+}
