@@ -8,6 +8,11 @@
 //! one, and the warning for user messages filed inside a pipeline scope no `finish_task` closed.
 //! Needs `python3` (3.10 or newer; `ADK_INTEROP_PYTHON` overrides) and PyPI on first run; a
 //! failed install fails the step loudly.
+//!
+//! The same checks then run on `DatabaseSessionService` over PostgreSQL (asyncpg), in a fresh
+//! database on the server of `COMPACTION_TEST_POSTGRES_URL` (or the cluster `verify` started),
+//! else on a throwaway cluster started here when PostgreSQL is installed (`cargo xtask pg`'s);
+//! without PostgreSQL that run is skipped and says so, except under `CI=true`, where it fails.
 
 // A developer tool: progress goes to stderr.
 #![allow(clippy::print_stderr)]
@@ -15,8 +20,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// What the venv must hold. Changing it rebuilds the venv.
-const REQUIREMENTS: &[&str] = &["google-adk==2.13.0", "sqlalchemy[asyncio]", "aiosqlite"];
+use crate::pg;
+
+/// What the venv must hold. Changing it rebuilds the venv. `asyncpg` is ADK's driver for
+/// `DatabaseSessionService` on PostgreSQL (`postgresql+asyncpg://`).
+const REQUIREMENTS: &[&str] = &[
+    "google-adk==2.13.0",
+    "sqlalchemy[asyncio]",
+    "aiosqlite",
+    "asyncpg==0.31.0",
+];
 
 /// Exits 0 only when the venv's ADK is the pinned one.
 const ADK_VERSION_CHECK: &str =
@@ -110,6 +123,58 @@ fn ensure_venv(venv: &Path) -> Result<PathBuf, String> {
     Ok(python)
 }
 
+/// The PostgreSQL server the ADK-on-PostgreSQL run uses.
+enum PgServer {
+    /// The caller's (`COMPACTION_TEST_POSTGRES_URL`, or `verify`'s cluster).
+    Given(String),
+    /// A throwaway cluster started for this run, stopped after it.
+    Started(pg::Cluster),
+}
+
+impl PgServer {
+    fn url(&self) -> &str {
+        match self {
+            PgServer::Given(url) => url,
+            PgServer::Started(cluster) => &cluster.url,
+        }
+    }
+}
+
+/// The server for the PostgreSQL run, `None` (said on stderr) when there is none; under
+/// `CI=true` a missing PostgreSQL is an error.
+fn postgres_server() -> Result<Option<PgServer>, String> {
+    let given = std::env::var(pg::URL_VAR)
+        .ok()
+        .filter(|url| !url.trim().is_empty())
+        .or_else(|| {
+            crate::CARGO_ENV
+                .get()
+                .into_iter()
+                .flatten()
+                .find(|(k, _)| *k == pg::URL_VAR)
+                .map(|(_, url)| url.clone())
+        });
+    if let Some(url) = given {
+        return Ok(Some(PgServer::Given(url)));
+    }
+    let ci = std::env::var("CI").as_deref() == Ok("true");
+    let why = if pg::binaries().is_some() {
+        match pg::start_cluster() {
+            Ok(cluster) => return Ok(Some(PgServer::Started(cluster))),
+            Err(e) => format!("could not start PostgreSQL ({e})"),
+        }
+    } else {
+        format!("no PostgreSQL installed and {} unset", pg::URL_VAR)
+    };
+    if ci {
+        return Err(format!(
+            "under CI=true the DatabaseSessionService-on-PostgreSQL run must run: {why}"
+        ));
+    }
+    eprintln!("adk-interop: SKIPPED DatabaseSessionService on PostgreSQL: {why}");
+    Ok(None)
+}
+
 /// Runs the interop check; `Err` names the failed stage.
 pub(crate) fn interop() -> Result<(), String> {
     let root = workspace_root();
@@ -138,14 +203,25 @@ pub(crate) fn interop() -> Result<(), String> {
             .map_err(|e| format!("could not clear {}: {e}", work.display()))?;
     }
     let script = root.join("crates/session-store/tests/adk/interop.py");
-    run(
-        Command::new(&python)
-            .current_dir(&target)
-            .arg(&script)
-            .arg("--binary")
-            .arg(&binary)
-            .arg("--workdir")
-            .arg(&work),
-        &format!("{}", script.display()),
-    )
+    let server = postgres_server()?;
+    let mut command = Command::new(&python);
+    command
+        .current_dir(&target)
+        .arg(&script)
+        .arg("--binary")
+        .arg(&binary)
+        .arg("--workdir")
+        .arg(&work);
+    if let Some(server) = &server {
+        command.arg("--postgres-url").arg(server.url());
+    }
+    let result = run(&mut command, &format!("{}", script.display()));
+    if let Some(PgServer::Started(cluster)) = &server
+        && let Err(e) = pg::stop_cluster(cluster)
+    {
+        return Err(format!(
+            "{result:?}; stopping the throwaway PostgreSQL failed: {e}"
+        ));
+    }
+    result
 }

@@ -470,6 +470,8 @@ enum ExistingStore {
     Adk(Arc<AdkStore>),
     /// The native store's design on PostgreSQL.
     Postgres(Arc<PostgresStore>),
+    /// Google ADK's `DatabaseSessionService` tables on PostgreSQL, operated on in place.
+    AdkPostgres(Arc<session_store::AdkPostgresStore>),
 }
 
 impl ExistingStore {
@@ -478,6 +480,7 @@ impl ExistingStore {
             ExistingStore::Native(s) => s.clone(),
             ExistingStore::Adk(s) => s.clone(),
             ExistingStore::Postgres(s) => s.clone(),
+            ExistingStore::AdkPostgres(s) => s.clone(),
         }
     }
 }
@@ -505,6 +508,14 @@ async fn open_existing(db: &Database, access: Access) -> Result<ExistingStore, C
             open_existing_file(path, access)
         }
         Database::Postgres { url, .. } => {
+            // ADK's own tables, when the database holds them and not the native store.
+            if crate::database::postgres_layout(url).await?
+                == session_store::PostgresLayout::AdkDatabase
+            {
+                return crate::database::connect_adk(url, matches!(access, Access::Read))
+                    .await
+                    .map(ExistingStore::AdkPostgres);
+            }
             let access = match access {
                 Access::Write => session_store::PostgresAccess::Existing,
                 Access::Read => session_store::PostgresAccess::ReadOnly,
@@ -786,7 +797,7 @@ async fn evaluate(
     let key = SessionKey::new(target.app, target.user, target.session);
     let outcome = engine.evaluate_and_compact(&key).await;
     drop(guard);
-    let warnings = scope_warnings(&store, &key);
+    let warnings = scope_warnings(&store, &key).await;
     for warning in &warnings {
         eprintln!("warning: session {key}: {warning}");
     }
@@ -833,7 +844,18 @@ async fn evaluate(
 /// What a person should know about the session besides the outcome: on an ADK file, user
 /// messages ADK's Runner filed inside a pipeline scope no `finish_task` closed (one outline
 /// read). A failed read is no warning; the engine already reported the store.
-fn scope_warnings(store: &ExistingStore, key: &SessionKey) -> Vec<String> {
+async fn scope_warnings(store: &ExistingStore, key: &SessionKey) -> Vec<String> {
+    let found = match store {
+        ExistingStore::AdkPostgres(store) => store.scoped_user_messages(key).await.ok(),
+        _ => None,
+    };
+    if let Some(found) = found {
+        return if found.is_empty() {
+            Vec::new()
+        } else {
+            vec![found.to_string()]
+        };
+    }
     match store {
         ExistingStore::Adk(store) => store
             .blocking()
@@ -843,7 +865,9 @@ fn scope_warnings(store: &ExistingStore, key: &SessionKey) -> Vec<String> {
             .map(|found| found.to_string())
             .into_iter()
             .collect(),
-        ExistingStore::Native(_) | ExistingStore::Postgres(_) => Vec::new(),
+        ExistingStore::Native(_) | ExistingStore::Postgres(_) | ExistingStore::AdkPostgres(_) => {
+            Vec::new()
+        }
     }
 }
 
@@ -875,10 +899,11 @@ async fn inspect(target: &SessionArgs, db: Database, check: bool) -> Result<(), 
     let opened = open_existing(&db, Access::Read).await?;
     let shown = match (&opened, file) {
         (ExistingStore::Postgres(store), _) => store.database().to_owned(),
+        (ExistingStore::AdkPostgres(store), _) => store.database().to_owned(),
         (_, Some(file)) => wiring::shown(file),
         (_, None) => String::new(),
     };
-    let (events, revision, compactions, context) = match opened {
+    let (events, revision, compactions, context) = match &opened {
         ExistingStore::Native(store) => {
             // `inspect` runs no engine: the synchronous store serves it directly.
             let store = store.blocking();
@@ -890,8 +915,16 @@ async fn inspect(target: &SessionArgs, db: Database, check: bool) -> Result<(), 
                 store.load_context(&key).map_err(database)?,
             )
         }
-        ExistingStore::Adk(store) => {
-            let session = store.blocking().get_session(&key).map_err(database)?;
+        ExistingStore::Adk(_) | ExistingStore::AdkPostgres(_) => {
+            let session = match &opened {
+                ExistingStore::AdkPostgres(store) => {
+                    store.get_session(&key).await.map_err(database)?
+                }
+                ExistingStore::Adk(store) => {
+                    store.blocking().get_session(&key).map_err(database)?
+                }
+                _ => unreachable!("matched above"),
+            };
             let compactions = compaction_core::compaction_history(&session.events);
             // Exactly what ADK's prompt builder shows: every summary it still renders.
             let context = compaction_core::adk_prompt_context(&session.events);
@@ -911,10 +944,10 @@ async fn inspect(target: &SessionArgs, db: Database, check: bool) -> Result<(), 
             (
                 header.revision.0,
                 header.revision,
-                SessionStore::compaction_history(&*store, &key)
+                SessionStore::compaction_history(&**store, &key)
                     .await
                     .map_err(|e| CliError::Database(e.to_string()))?,
-                SessionStore::load_context(&*store, &key)
+                SessionStore::load_context(&**store, &key)
                     .await
                     .map_err(|e| CliError::Database(e.to_string()))?,
             )
@@ -962,6 +995,12 @@ fn recorded_decisions(
             )));
         }
         // A file never opens as PostgreSQL.
+        ExistingStore::AdkPostgres(_) => {
+            return Err(CliError::Database(format!(
+                "{}: `decisions` and `tune` read a database file",
+                wiring::shown(db)
+            )));
+        }
         ExistingStore::Postgres(store) => {
             return Err(CliError::Database(format!(
                 "{}: `decisions` and `tune` read a database file",

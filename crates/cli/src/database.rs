@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use compaction_core::{SessionKey, SessionStore};
+use session_store::postgres::ADK_DEFAULT_SCHEMA;
 use session_store::{
-    PostgresAccess, PostgresOptions, PostgresStore, SessionStoreError, SqliteStore,
+    AdkPostgresStore, PostgresAccess, PostgresLayout, PostgresOptions, PostgresStore,
+    SessionStoreError, SqliteStore, detect_postgres_layout,
 };
 
 use crate::error::CliError;
@@ -129,6 +131,34 @@ impl Database {
             .map(Arc::new)
             .map_err(|e| CliError::Database(e.to_string()))
     }
+}
+
+/// What a PostgreSQL database holds: the native store (schema `compaction`) or Google ADK's
+/// `DatabaseSessionService` tables (schema `public`), detected without writing.
+pub(crate) async fn postgres_layout(url: &ConnectionString) -> Result<PostgresLayout, CliError> {
+    detect_postgres_layout(
+        &url.0,
+        &PostgresOptions::default().schema,
+        ADK_DEFAULT_SCHEMA,
+    )
+    .await
+    .map_err(|e| CliError::Database(e.to_string()))
+}
+
+/// Connects to ADK's tables (schema `public`) on a PostgreSQL database, read-only when
+/// `read_only`.
+pub(crate) async fn connect_adk(
+    url: &ConnectionString,
+    read_only: bool,
+) -> Result<Arc<AdkPostgresStore>, CliError> {
+    let mut options = PostgresOptions::default().schema(ADK_DEFAULT_SCHEMA);
+    if read_only {
+        options = options.access(PostgresAccess::ReadOnly);
+    }
+    AdkPostgresStore::connect_with(&url.0, options)
+        .await
+        .map(Arc::new)
+        .map_err(|e| CliError::Database(e.to_string()))
 }
 
 /// An open store that commands start sessions in (`replay`, `serve`).

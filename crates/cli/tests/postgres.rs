@@ -274,3 +274,108 @@ async fn bad_databases_are_named_and_never_show_the_password() {
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(text(&out).contains("--check"), "{}", text(&out));
 }
+
+/// ADK's `DatabaseSessionService` schema v1 on PostgreSQL, as real ADK created it.
+const ADK_PG_DDL: &str =
+    include_str!("../../session-store/tests/fixtures/adk-database-v1-postgres.sql");
+
+/// A database holding Google ADK's own tables (in `public`, as ADK creates them) is detected
+/// and operated on in place: `evaluate` compacts the ADK session (the compaction is ADK's
+/// shape, stamped later than the session's update_time), a handle loaded before it is stale,
+/// `inspect` shows ADK's prompt with the summary and reads only; no `compaction` schema is
+/// ever created in ADK's database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evaluate_and_inspect_detect_adks_own_tables_on_postgres() {
+    use compaction_core::testing::EventFactory;
+    use compaction_core::{Revision, StoreError, Timestamp};
+    use session_store::AdkPostgresStore;
+
+    let Some(url) = database_url("evaluate_and_inspect_detect_adks_own_tables_on_postgres") else {
+        return;
+    };
+    let db = fresh_database(&url, "cli_adk").await;
+    let admin = pg::admin(&db).await;
+    admin.batch_execute(ADK_PG_DDL).await.expect("ADK's DDL");
+    let store = AdkPostgresStore::connect(&db).await.expect("the ADK store");
+    let key = SessionKey::new("zocrates", "u1", "s1");
+    let created = store
+        .create_session(&key, serde_json::Map::new())
+        .await
+        .expect("create");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let mut f = EventFactory::new();
+    let created_at = created.revision.0 as f64 / 1e6;
+    let mut n = 0.0;
+    let mut revision = created.revision;
+    for turn in 0..8 {
+        let inv = format!("inv{turn}");
+        let mut events = f.conversational_turn(&inv, &format!("Question {turn}?"), "Answer.");
+        events[1] = events[1].clone().with_prompt_tokens(120_000);
+        for mut e in events {
+            // After the session's creation and before the engine's "now", in ADK's order.
+            n += 1.0;
+            e.timestamp = Timestamp::new(created_at + n / 1_000.0).unwrap();
+            revision = store.append(&key, revision, e).await.expect("append");
+        }
+    }
+    let before = store.load(&key).await.expect("load");
+
+    let args = ["--app", "zocrates", "--user", "u1", "--session", "s1"];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run(compaction(dir.path())
+        .args([
+            "evaluate",
+            "--decision",
+            "offline",
+            "--summarizer",
+            "offline",
+            "--json",
+        ])
+        .args(args)
+        .args(["--db", &db]));
+    assert!(out.status.success(), "{}", text(&out));
+    let record = &json_lines(&out)[0];
+    let id = record["compaction_event_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no compaction: {record}"));
+    let after = store.load(&key).await.expect("load");
+    assert_eq!(after.events.len(), before.events.len() + 1);
+    let appended = after.events.last().unwrap();
+    assert_eq!(appended.id, id);
+    assert!(appended.actions.compaction.is_some());
+    assert!(after.revision > before.revision);
+    // The handle loaded before the compaction is stale.
+    let late = EventFactory::starting_at(now.ceil() + 10_000.0).user("inv9", "late");
+    let err = store.append(&key, before.revision, late).await.unwrap_err();
+    assert!(matches!(err, StoreError::Stale { .. }), "{err:?}");
+    assert_ne!(before.revision, Revision(0));
+
+    let out = run(compaction(dir.path())
+        .arg("inspect")
+        .args(args)
+        .args(["--db", &db]));
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "session {key}: {} events, revision {}",
+            after.events.len(),
+            after.revision
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains(id), "{stdout}");
+    assert_eq!(store.load(&key).await.unwrap(), after, "inspect wrote");
+    let native: bool = admin
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.schemata WHERE schema_name = 'compaction')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!native, "a native store was created in ADK's database");
+}

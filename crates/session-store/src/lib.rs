@@ -22,7 +22,10 @@
 //!
 //! With the cargo feature `postgres`, [`PostgresStore`](crate::postgres::PostgresStore)
 //! (module [`postgres`](crate::postgres)) implements the same port with the same design on a
-//! PostgreSQL database shared by several service replicas.
+//! PostgreSQL database shared by several service replicas, and
+//! [`AdkPostgresStore`](crate::postgres::AdkPostgresStore) operates on Google ADK's own
+//! `DatabaseSessionService` tables on PostgreSQL ([`detect_postgres_layout`](crate::postgres::detect_postgres_layout)
+//! tells them apart).
 //!
 //! # Rewinds
 //! A rewind event can drop (or bring back) any part of the history. Every event row carries an
@@ -58,7 +61,7 @@
 //! # Features
 //! - `sqlite` (default): [`SqliteStore`], [`AdkStore`], [`blocking`], [`check_integrity`]
 //!   (rusqlite with bundled SQLite).
-//! - `postgres`: `PostgresStore`. With `default-features = false, features = ["postgres"]` no
+//! - `postgres`: `PostgresStore`, `AdkPostgresStore`. With `default-features = false, features = ["postgres"]` no
 //!   SQLite is linked (a host using sqlx's SQLite can depend on the crate).
 //!
 //! # What this crate must never do
@@ -102,6 +105,8 @@
 
 #[cfg(feature = "sqlite")]
 pub mod adk;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod adk_shape;
 #[cfg(feature = "sqlite")]
 mod append;
 #[cfg(feature = "sqlite")]
@@ -130,7 +135,10 @@ pub use integrity::{IntegrityCheck, MAX_REPORTED, check_integrity};
 #[cfg(feature = "sqlite")]
 pub use port::{AdkStore, SqliteStore};
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresAccess, PostgresOptions, PostgresStore};
+pub use postgres::{
+    AdkPostgresStore, PostgresAccess, PostgresLayout, PostgresOptions, PostgresStore,
+    detect_postgres_layout,
+};
 pub use row::SessionHeader;
 #[cfg(feature = "sqlite")]
 pub use schema::SCHEMA_VERSION;

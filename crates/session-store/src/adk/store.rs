@@ -17,39 +17,6 @@ use super::schema::{self, AdkFlavor};
 use crate::error::SessionStoreError;
 use crate::store::OpenOptions;
 
-/// The `actions` keys ADK 2.13's `EventActions` declares besides `compaction` and
-/// `rewind_before_invocation_id` (which [`Event`] models). ADK refuses to load a session whose
-/// events carry any other key (`extra='forbid'`), so an append with one is refused here.
-const ADK_ACTION_KEYS: &[&str] = &[
-    "agent_state",
-    "artifact_delta",
-    "end_of_agent",
-    "escalate",
-    "render_ui_widgets",
-    "requested_auth_configs",
-    "requested_tool_confirmations",
-    "route",
-    "set_model_response",
-    "skip_summarization",
-    "state_delta",
-    "transfer_reason",
-    "transfer_to_agent",
-];
-
-/// `snake_case` of an ADK camelCase alias (`stateDelta` → `state_delta`).
-fn snake(key: &str) -> String {
-    let mut out = String::with_capacity(key.len() + 4);
-    for c in key.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 #[derive(Debug)]
 struct Inner {
     path: PathBuf,
@@ -666,47 +633,17 @@ impl AdkStore {
     }
 
     /// Refuses an event ADK would not load, or whose effects ADK applies but this store does
-    /// not (state deltas).
+    /// not (state deltas): [`crate::adk_shape::refusal`].
     fn check_event(&self, key: &SessionKey, event: &Event) -> Result<(), SessionStoreError> {
-        let refuse = |reason: String| SessionStoreError::AdkUnsupportedEvent {
-            path: self.inner.path.clone(),
-            key: Box::new(key.clone()),
-            event_id: event.id.clone(),
-            reason,
-        };
-        if event.id.is_empty() || event.invocation_id.is_empty() {
-            return Err(refuse(
-                "an ADK event needs a non-empty id and invocation_id".into(),
-            ));
+        match crate::adk_shape::refusal(event) {
+            None => Ok(()),
+            Some(reason) => Err(SessionStoreError::AdkUnsupportedEvent {
+                path: self.inner.path.clone(),
+                key: Box::new(key.clone()),
+                event_id: event.id.clone(),
+                reason,
+            }),
         }
-        if event.is_partial() {
-            return Err(refuse("ADK never stores partial events".into()));
-        }
-        if let Some(c) = &event.actions.compaction
-            && c.start_timestamp > c.end_timestamp
-        {
-            return Err(refuse(format!(
-                "a compaction that starts after it ends (start_timestamp {}, end_timestamp {})",
-                c.start_timestamp, c.end_timestamp
-            )));
-        }
-        for (k, v) in &event.actions.extra {
-            let name = snake(k);
-            if !ADK_ACTION_KEYS.contains(&name.as_str()) {
-                return Err(refuse(format!(
-                    "actions.{k} is not an ADK 2.13 EventActions field; ADK would refuse to \
-                     load the whole session (put engine data in custom_metadata)"
-                )));
-            }
-            let empty = v.is_null() || v.as_object().is_some_and(Map::is_empty);
-            if name == "state_delta" && !empty {
-                return Err(refuse(
-                    "a non-empty actions.state_delta: this store does not apply state deltas"
-                        .into(),
-                ));
-            }
-        }
-        Ok(())
     }
 
     /// Appends `event` if the session's `update_time` is still `expected` (microseconds),

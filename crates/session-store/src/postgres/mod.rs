@@ -33,6 +33,7 @@
 //! [`SessionStoreError::Postgres`] (kind `transport`; an open transaction is rolled back by the
 //! server, so nothing is half-written) and is replaced on the next call.
 
+mod adk;
 mod append;
 mod port;
 mod read;
@@ -53,6 +54,7 @@ use tokio_postgres::{NoTls, Row};
 use crate::error::SessionStoreError;
 use crate::row::{LiveRef, SessionRow};
 
+pub use adk::{ADK_DEFAULT_SCHEMA, AdkPostgresStore, PostgresLayout, detect_postgres_layout};
 pub use schema::POSTGRES_SCHEMA_VERSION;
 
 /// How to connect a [`PostgresStore`].
@@ -182,11 +184,10 @@ impl PostgresStore {
         Self::connect_with(url, PostgresOptions::default()).await
     }
 
-    /// Connects to `url` with `options`.
-    pub async fn connect_with(
-        url: &str,
-        options: PostgresOptions,
-    ) -> Result<Self, SessionStoreError> {
+    /// The pool of connections to `url` whose `search_path` is `options.schema` (read-only
+    /// transactions for [`PostgresAccess::ReadOnly`]), without touching the database: no
+    /// connection is opened until the first call.
+    pub(crate) fn pool(url: &str, options: &PostgresOptions) -> Result<Self, SessionStoreError> {
         let mut config = tokio_postgres::Config::from_str(url).map_err(|source| {
             SessionStoreError::PostgresConfig {
                 // The string did not parse, so no part of it is shown.
@@ -252,11 +253,19 @@ impl PostgresStore {
                 database: database.clone(),
                 detail: e.to_string(),
             })?;
-        let store = PostgresStore {
+        Ok(PostgresStore {
             pool,
             database,
             url,
-        };
+        })
+    }
+
+    /// Connects to `url` with `options`.
+    pub async fn connect_with(
+        url: &str,
+        options: PostgresOptions,
+    ) -> Result<Self, SessionStoreError> {
+        let store = Self::pool(url, &options)?;
         if options.access != PostgresAccess::Create {
             schema::require_store(&store, &options.schema, options.access).await?;
         }

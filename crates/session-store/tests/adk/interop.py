@@ -28,6 +28,11 @@ Then, on each layout, two sessions built by ADK's own `Runner` around a mock `Ba
   8. a pipeline scope written without a `finish_task` closure makes the Runner file the next
      user messages inside the scope: `evaluate` and `inspect` warn and name `finish_task`; a
      scope closed with `finish_task` gets no warning.
+With `--postgres-url URL` it runs steps 1-8 once more on DatabaseSessionService over
+PostgreSQL (`postgresql+asyncpg://`, in a fresh database created for the run and dropped after
+it), with `compaction evaluate`/`inspect --db postgres://…` on that database, and checks that
+the tables ADK created there match `tests/fixtures/adk-database-v1-postgres.sql` (the DDL the
+Rust tests load): columns with their types, constraints and indexes.
 Exits non-zero with a message on the first failed check.
 """
 
@@ -273,7 +278,7 @@ def run_binary(binary: str, args: list[str], env: dict[str, str]) -> str:
     return out.stdout
 
 
-async def interop(label: str, service, db: Path, binary: str, config: Path) -> None:
+async def interop(label: str, service, db: Path | str, binary: str, config: Path) -> None:
     print(f"[{label}] building the session with ADK", flush=True)
     session = await service.create_session(app_name=APP, user_id=USER, session_id=SESSION)
     t0 = time.time() - 3600.0
@@ -510,12 +515,12 @@ def inspect_blocks(shown: str) -> list[str]:
     return ["\n".join(b).strip() for b in blocks]
 
 
-def evaluate_args(db: Path, session_id: str, config: Path) -> list[str]:
+def evaluate_args(db: Path | str, session_id: str, config: Path) -> list[str]:
     return ["evaluate", "--db", str(db), "--session", session_id, "--app", APP, "--user", USER,
             "--config", str(config), "--json"]
 
 
-def inspect_args(db: Path, session_id: str) -> list[str]:
+def inspect_args(db: Path | str, session_id: str) -> list[str]:
     return ["inspect", "--db", str(db), "--session", session_id, "--app", APP, "--user", USER]
 
 
@@ -537,7 +542,7 @@ def binary_env() -> dict[str, str]:
     return env
 
 
-async def adk_own_summaries(label: str, service, db: Path, binary: str, config: Path) -> None:
+async def adk_own_summaries(label: str, service, db: Path | str, binary: str, config: Path) -> None:
     """Issue 21 item 9: ADK's own overlapping sliding-window summaries are folded into one."""
     sid = "s-adk-windows"
     print(f"[{label}] ADK's Runner with its own sliding-window compaction", flush=True)
@@ -615,7 +620,7 @@ async def adk_own_summaries(label: str, service, db: Path, binary: str, config: 
     print(f"[{label}] ADK's own summaries: ok", flush=True)
 
 
-async def unclosed_scope(label: str, service, db: Path, binary: str, config: Path) -> None:
+async def unclosed_scope(label: str, service, db: Path | str, binary: str, config: Path) -> None:
     """Issue 21 item 10: a pipeline scope without `finish_task` swallows the user's messages."""
     print(f"[{label}] a pipeline scope without finish_task, through ADK's Runner", flush=True)
     env = binary_env()
@@ -670,10 +675,93 @@ async def unclosed_scope(label: str, service, db: Path, binary: str, config: Pat
     print(f"[{label}] pipeline scopes: ok", flush=True)
 
 
+# --- DatabaseSessionService on PostgreSQL ----------------------------------------------------
+
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "adk-database-v1-postgres.sql"
+
+SCHEMA_QUERIES = {
+    "columns": """
+        SELECT table_name, column_name, data_type, coalesce(character_maximum_length, 0),
+               is_nullable, ordinal_position
+        FROM information_schema.columns WHERE table_schema = $1 ORDER BY 1, 2""",
+    "constraints": """
+        SELECT c.relname, k.conname, k.contype, replace(pg_get_constraintdef(k.oid), $1 || '.', '')
+        FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 ORDER BY 1, 2""",
+    "indexes": """
+        SELECT tablename, indexname, replace(indexdef, $1 || '.', '')
+        FROM pg_indexes WHERE schemaname = $1 ORDER BY 1, 2""",
+}
+
+
+async def check_fixture(url: str, label: str) -> None:
+    """The tables ADK created in `public` equal the fixture's DDL loaded into `fixture`."""
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("CREATE SCHEMA fixture; SET search_path TO fixture; " + FIXTURE.read_text())
+        await conn.execute("SET search_path TO public")
+        for what, sql in SCHEMA_QUERIES.items():
+            adk = [tuple(r) for r in await conn.fetch(sql, "public")]
+            fixture = [tuple(r) for r in await conn.fetch(sql, "fixture")]
+            check(bool(adk), f"[{label}] ADK created tables with {what}")
+            check(
+                adk == fixture,
+                f"[{label}] the {what} ADK created differ from {FIXTURE.name}:\n"
+                f"ADK:     {adk}\nfixture: {fixture}",
+            )
+        version = await conn.fetchval(
+            "SELECT value FROM public.adk_internal_metadata WHERE key = 'schema_version'"
+        )
+        check(version == "1", f"[{label}] ADK's schema_version is 1: {version!r}")
+    finally:
+        await conn.close()
+
+
+async def on_postgres(base_url: str, binary: str, config: Path) -> None:
+    """Steps 1-8 on DatabaseSessionService over PostgreSQL, in a fresh database."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import asyncpg
+
+    parts = urlsplit(base_url)
+    name = f"adk_interop_{os.getpid()}_{int(time.time() * 1000)}"
+    admin = await asyncpg.connect(base_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    url = urlunsplit(("postgres", parts.netloc, f"/{name}", parts.query, ""))
+    label = "DatabaseSessionService on PostgreSQL"
+    service = DatabaseSessionService(
+        urlunsplit(("postgresql+asyncpg", parts.netloc, f"/{name}", parts.query, ""))
+    )
+    try:
+        await interop(label, service, url, binary, config)
+        await adk_own_summaries(label, service, url, binary, config)
+        await unclosed_scope(label, service, url, binary, config)
+        await check_fixture(url, label)
+        print(f"[{label}] the tables match {FIXTURE.name}", flush=True)
+    finally:
+        await service.close()
+        admin = await asyncpg.connect(base_url)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        finally:
+            await admin.close()
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", required=True, help="path to the built `compaction`")
     parser.add_argument("--workdir", required=True, help="an empty scratch directory")
+    parser.add_argument(
+        "--postgres-url",
+        help="a PostgreSQL server (postgres://user@host:port/db) on which a fresh database is "
+        "created for DatabaseSessionService over asyncpg",
+    )
     args = parser.parse_args()
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -696,12 +784,17 @@ async def main() -> int:
             await unclosed_scope("SqliteSessionService", sservice, db, args.binary, config)
         finally:
             await sservice.close()
+        if args.postgres_url:
+            await on_postgres(args.postgres_url, args.binary, config)
     except Failure as failure:
         print(f"adk-interop FAILED: {failure}", file=sys.stderr)
         return 1
     finally:
         server.shutdown()
-    print("adk-interop: all checks passed for both ADK layouts")
+    layouts = "both ADK SQLite layouts" + (
+        " and DatabaseSessionService on PostgreSQL" if args.postgres_url else ""
+    )
+    print(f"adk-interop: all checks passed for {layouts}")
     return 0
 
 
