@@ -8,12 +8,12 @@
 
 mod common;
 
-use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use common::history;
+use common::pg::{admin, database_url, unique_schema};
 use compaction_core::testing::{
     EventFactory, RecordingSummarizer, ScriptedDecisionModel, SequentialIds, SteppingClock,
 };
@@ -27,57 +27,13 @@ use session_store::{
     AdkPostgresStore, PostgresAccess, PostgresLayout, PostgresOptions, PostgresStore,
     SessionStoreError, detect_postgres_layout,
 };
-use tokio_postgres::NoTls;
-
-const URL_VAR: &str = "COMPACTION_TEST_POSTGRES_URL";
 
 /// ADK's `DatabaseSessionService` schema v1 on PostgreSQL, as real ADK created it.
 const ADK_PG_DDL: &str = include_str!("fixtures/adk-database-v1-postgres.sql");
 
-/// The test database's URL, or `None` after printing why the test is skipped (a failure
-/// under `CI=true`): the rule of `tests/postgres.rs`.
-fn database_url(test: &str) -> Option<String> {
-    match std::env::var(URL_VAR) {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            let msg = format!(
-                "SKIPPED {test}: {URL_VAR} is unset (start a database with `cargo xtask pg start` \
-                 and export the URL it prints, or run `cargo xtask verify`)"
-            );
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "{msg}; under CI=true the PostgreSQL tests must run"
-            );
-            let _ = writeln!(std::io::stderr(), "{msg}");
-            None
-        }
-    }
-}
-
-fn unique_schema(test: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!(
-        "adk_{test}_{}_{}_{}",
-        std::process::id(),
-        nanos,
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-async fn admin(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(url, NoTls)
-        .await
-        .expect("admin connection");
-    tokio::spawn(connection);
-    client
-}
-
 /// A fresh schema holding `ddl` (run with the schema as its `search_path`).
 async fn schema_with(url: &str, test: &str, ddl: &str) -> String {
-    let schema = unique_schema(test);
+    let schema = unique_schema("adk", test);
     admin(url)
         .await
         .batch_execute(&format!(
@@ -139,7 +95,7 @@ async fn detects_the_layouts_without_writing() {
     };
     let adk = schema_with(&url, "detect", ADK_PG_DDL).await;
     let empty = schema_with(&url, "detect_empty", "").await;
-    let native = unique_schema("detect_native");
+    let native = unique_schema("adk", "detect_native");
     PostgresStore::connect_with(&url, PostgresOptions::default().schema(&native))
         .await
         .unwrap();

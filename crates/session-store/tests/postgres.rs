@@ -9,13 +9,12 @@
 
 mod common;
 
-use std::io::Write;
-use std::str::FromStr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use common::history;
+use common::pg::{admin, database_url, unique_schema};
 use compaction_core::history::{latest_view_timestamp, timestamp_may_follow};
 use compaction_core::testing::{
     EventFactory, RecordingSummarizer, ScriptedDecisionModel, SequentialIds, SteppingClock,
@@ -28,44 +27,6 @@ use proptest::prelude::*;
 use serde_json::Map;
 use session_store::postgres::POSTGRES_SCHEMA_VERSION;
 use session_store::{PostgresAccess, PostgresOptions, PostgresStore, SessionStoreError};
-use tokio_postgres::NoTls;
-
-const URL_VAR: &str = "COMPACTION_TEST_POSTGRES_URL";
-
-/// The test database's URL, or `None` after printing why the test is skipped. Under
-/// `CI=true` a missing URL fails the test.
-fn database_url(test: &str) -> Option<String> {
-    match std::env::var(URL_VAR) {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            let msg = format!(
-                "SKIPPED {test}: {URL_VAR} is unset (start a database with `cargo xtask pg start` \
-                 and export the URL it prints, or run `cargo xtask verify`)"
-            );
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "{msg}; under CI=true the PostgreSQL tests must run"
-            );
-            // The real stderr, past the test harness's capture.
-            let _ = writeln!(std::io::stderr(), "{msg}");
-            None
-        }
-    }
-}
-
-/// A schema name no other test (or earlier run) uses.
-fn unique_schema(test: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!(
-        "t_{test}_{}_{}_{}",
-        std::process::id(),
-        nanos,
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
 
 async fn store_in(url: &str, schema: &str) -> PostgresStore {
     PostgresStore::connect_with(url, PostgresOptions::default().schema(schema))
@@ -75,17 +36,8 @@ async fn store_in(url: &str, schema: &str) -> PostgresStore {
 
 /// A store in a fresh schema of its own.
 async fn fresh_store(url: &str, test: &str) -> (PostgresStore, String) {
-    let schema = unique_schema(test);
+    let schema = unique_schema("t", test);
     (store_in(url, &schema).await, schema)
-}
-
-/// A plain connection for the test's own SQL.
-async fn admin(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(url, NoTls)
-        .await
-        .expect("admin connection");
-    tokio::spawn(connection);
-    client
 }
 
 fn key(n: u64) -> SessionKey {
@@ -258,7 +210,7 @@ async fn a_connection_killed_mid_append_is_a_named_error_and_writes_nothing() {
     else {
         return;
     };
-    let schema = unique_schema("fault");
+    let schema = unique_schema("t", "fault");
     let app = format!("fault_{schema}");
     let sep = if url.contains('?') { '&' } else { '?' };
     let store = PostgresStore::connect_with(
@@ -452,110 +404,6 @@ async fn shadow_decisions_round_trip() {
     assert_eq!(decisions[0].turn, 6);
 }
 
-/// A tracing writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The same URL in libpq's key=value form with a password added (the test cluster trusts
-/// every connection, so the password is accepted and ignored).
-fn with_password(url: &str, password: &str) -> String {
-    let config = tokio_postgres::Config::from_str(url).unwrap();
-    let host = match &config.get_hosts()[0] {
-        tokio_postgres::config::Host::Tcp(h) => h.clone(),
-        tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
-    };
-    format!(
-        "host={host} port={} user={} dbname={} password={password}",
-        config.get_ports().first().copied().unwrap_or(5432),
-        config.get_user().unwrap_or("postgres"),
-        config.get_dbname().unwrap_or("postgres"),
-    )
-}
-
-/// A password in the connection string never shows: not in `Debug`, not in `database()`, not
-/// in the log lines (the migration's), not in errors (a refused connection, a string that does
-/// not parse, a session that is not there).
-#[test]
-fn a_password_never_appears_in_errors_logs_or_debug() {
-    let Some(url) = database_url("a_password_never_appears_in_errors_logs_or_debug") else {
-        return;
-    };
-    const SECRET: &str = "hunter2-Secret-pw";
-    let logs = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer({
-            let logs = logs.clone();
-            move || logs.clone()
-        })
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .finish();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let mut shown: Vec<String> = Vec::new();
-    tracing::subscriber::with_default(subscriber, || {
-        runtime.block_on(async {
-            let schema = unique_schema("secret");
-            let store = PostgresStore::connect_with(
-                &with_password(&url, SECRET),
-                PostgresOptions::default().schema(&schema),
-            )
-            .await
-            .unwrap();
-            shown.push(format!("{store:?}"));
-            shown.push(store.database().to_owned());
-            let missing = store.load(&key(9)).await.unwrap_err();
-            shown.push(missing.to_string());
-            shown.push(format!("{missing:?}"));
-
-            // Nothing listens on this port: the connection is refused.
-            let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            let port = closed.local_addr().unwrap().port();
-            drop(closed);
-            let refused = PostgresStore::connect(&format!(
-                "postgres://alice:{SECRET}@127.0.0.1:{port}/db?connect_timeout=5"
-            ))
-            .await
-            .unwrap_err();
-            assert_eq!(refused.failure_kind(), FailureKind::Transport, "{refused}");
-            shown.push(refused.to_string());
-            shown.push(format!("{refused:?}"));
-
-            for bad in [
-                format!("postgres://alice:{SECRET}@127.0.0.1:notaport/db"),
-                format!("host=127.0.0.1 password={SECRET} port=x"),
-                format!("postgres://alice:{SECRET}@127.0.0.1/db?nonsense_option={SECRET}"),
-            ] {
-                let err = PostgresStore::connect(&bad).await.unwrap_err();
-                assert!(
-                    matches!(err, SessionStoreError::PostgresConfig { .. }),
-                    "{err:?}"
-                );
-                shown.push(err.to_string());
-                shown.push(format!("{err:?}"));
-            }
-        });
-    });
-    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
-    assert!(logs.contains("migrated session store"), "{logs}");
-    assert!(shown[0].contains("PostgresStore") && shown[0].contains("postgres@"));
-    for text in shown.iter().chain([&logs]) {
-        assert!(!text.contains(SECRET), "the password leaked: {text}");
-    }
-}
-
 /// Replicas starting together migrate once; a database written by a newer build is refused
 /// and left as it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -563,7 +411,7 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
     let Some(url) = database_url("migrations_run_once_and_a_newer_schema_is_refused") else {
         return;
     };
-    let schema = unique_schema("migrate");
+    let schema = unique_schema("t", "migrate");
     let connects: Vec<_> = (0..4)
         .map(|_| {
             let (url, schema) = (url.clone(), schema.clone());
@@ -613,7 +461,7 @@ async fn access_modes_and_delete() {
         return;
     };
     let client = admin(&url).await;
-    let schema = unique_schema("access");
+    let schema = unique_schema("t", "access");
     for access in [PostgresAccess::Existing, PostgresAccess::ReadOnly] {
         let options = PostgresOptions::default().schema(&schema).access(access);
         let refused = PostgresStore::connect_with(&url, options)

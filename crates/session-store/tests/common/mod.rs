@@ -8,6 +8,9 @@ use session_store::blocking::SqliteStore;
 use session_store::{Durability, OpenOptions};
 use tempfile::TempDir;
 
+#[cfg(feature = "postgres")]
+pub mod pg;
+
 /// A store in a fresh temp dir (kept alive by the returned guard).
 pub fn temp_store(durability: Durability) -> (TempDir, SqliteStore) {
     let dir = tempfile::tempdir().expect("temp dir");
