@@ -50,8 +50,12 @@ fn watch_settings(server: &Server, explicit: Option<PathBuf>) -> String {
         Err(e) => return format!("off ({e})"),
     };
     let shown = wiring::shown(path.file());
+    let existed = path.file().exists();
     match server.watch_settings(config_ssot::ConfigStore::open(path)) {
-        Ok(()) => format!("{shown} (watched: changes apply from the next turn)"),
+        Ok(()) if existed => format!("{shown} (watched: changes apply from the next turn)"),
+        Ok(()) => format!(
+            "{shown} (created with the spec defaults; watched: changes apply from the next turn)"
+        ),
         Err(e) => format!("off ({e})"),
     }
 }

@@ -19,6 +19,8 @@ use serde_json::Value;
 struct Serve {
     child: Child,
     addr: String,
+    /// The lines printed before `listening on`.
+    banner: Vec<String>,
 }
 
 impl Drop for Serve {
@@ -52,10 +54,14 @@ fn serve(dir: &std::path::Path) -> Serve {
     assert!(
         banner
             .iter()
-            .any(|l| l.starts_with("preferences: ") && l.contains("zocrates_config.json (watched")),
+            .any(|l| l.starts_with("preferences: ") && l.contains("zocrates_config.json (")),
         "{banner:?}"
     );
-    Serve { child, addr }
+    Serve {
+        child,
+        addr,
+        banner,
+    }
 }
 
 /// One HTTP/1.1 request on a fresh connection (the server closes it after the answer).
@@ -90,6 +96,14 @@ fn next_settings(lines: &mut impl Iterator<Item = std::io::Result<String>>) -> V
 fn config_set_in_another_process_reaches_the_page_and_a_bad_save_writes_nothing() {
     let dir = tempfile::tempdir().expect("temp dir");
     let server = serve(dir.path());
+    assert!(
+        server
+            .banner
+            .iter()
+            .any(|l| l.contains("(created with the spec defaults; watched")),
+        "the banner says the settings file was created: {:?}",
+        server.banner
+    );
     let events = request(&server.addr, "GET", "/v1/settings/events", "");
     let mut lines = BufReader::new(events).lines();
     let first = next_settings(&mut lines);
