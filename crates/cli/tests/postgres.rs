@@ -3,6 +3,7 @@
 //! failing under `CI=true`), one fresh database per test. Every run logs at `trace`, and no
 //! output, log line or error may show the URL's password.
 
+mod common;
 mod pg;
 
 use std::process::Output;

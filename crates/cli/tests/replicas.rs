@@ -11,6 +11,7 @@
 //!
 //! Skipped without `COMPACTION_TEST_POSTGRES_URL`, failing under `CI=true`.
 
+mod common;
 mod pg;
 
 use std::collections::{HashMap, HashSet};

@@ -6,6 +6,7 @@
 //! The cluster is the test's own (it is restarted, so it cannot be the shared test database):
 //! skipped when PostgreSQL is not installed, failing under `CI=true`.
 
+mod common;
 mod pg;
 
 use std::collections::HashMap;

@@ -7,61 +7,32 @@
 
 mod common;
 
-use common::compaction;
+use common::{Serve, compaction, spawn_serve};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
-/// `compaction serve` on a free port; killed on drop.
-struct Serve {
-    child: Child,
-    addr: String,
-    /// The lines printed before `listening on`.
-    banner: Vec<String>,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
+/// `compaction serve` on a free port with its database and settings file in `dir`.
 fn serve(dir: &std::path::Path) -> Serve {
-    let mut child = compaction()
+    let mut command = compaction();
+    command
         .args(["serve", "--addr", "127.0.0.1:0", "--db"])
         .arg(dir.join("sessions.db"))
         .env("ZOTERO_DATA_DIR", dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn compaction serve");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut banner = Vec::new();
-    let addr = loop {
-        let line = lines
-            .next()
-            .unwrap_or_else(|| panic!("serve stopped: {banner:?}"))
-            .expect("line");
-        if let Some(rest) = line.strip_prefix("listening on http://") {
-            break rest.split_whitespace().next().expect("address").to_owned();
-        }
-        banner.push(line);
-    };
+        .stderr(Stdio::piped());
+    let server = spawn_serve(command);
     assert!(
-        banner
+        server
+            .banner
             .iter()
             .any(|l| l.starts_with("preferences: ") && l.contains("zocrates_config.json (")),
-        "{banner:?}"
+        "{:?}",
+        server.banner
     );
-    Serve {
-        child,
-        addr,
-        banner,
-    }
+    server
 }
 
 /// One HTTP/1.1 request on a fresh connection (the server closes it after the answer).

@@ -12,3 +12,51 @@ pub(crate) fn compaction() -> Command {
         .env_remove("COMPACTION_LOG");
     command
 }
+
+/// A running `compaction serve`; killed when dropped (a failed test leaves no process).
+pub(crate) struct Serve {
+    pub(crate) child: std::process::Child,
+    /// `127.0.0.1:PORT`.
+    pub(crate) addr: String,
+    /// `http://127.0.0.1:PORT`.
+    pub(crate) base: String,
+    /// The lines printed before `listening on`.
+    pub(crate) banner: Vec<String>,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Spawns `command` (a `compaction serve --addr 127.0.0.1:0 …`) with its stdout piped, waits
+/// for its `listening on http://ADDR` line and keeps draining stdout afterwards, so the server
+/// never blocks on a full pipe. The caller chooses what happens to stderr.
+pub(crate) fn spawn_serve(mut command: Command) -> Serve {
+    use std::io::{BufRead as _, BufReader};
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn compaction serve");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut banner = Vec::new();
+    let addr = loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("serve stopped before listening: {banner:?}"))
+            .expect("read serve's stdout");
+        if let Some(rest) = line.strip_prefix("listening on http://") {
+            break rest.split_whitespace().next().expect("address").to_owned();
+        }
+        banner.push(line);
+    };
+    std::thread::spawn(move || for _ in lines {});
+    Serve {
+        child,
+        base: format!("http://{addr}"),
+        addr,
+        banner,
+    }
+}

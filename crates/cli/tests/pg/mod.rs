@@ -104,10 +104,8 @@ pub(crate) fn dbname(url: &str) -> String {
 /// log would show), and the default config location in `dir` (no config file there: the
 /// offline models and the spec defaults).
 pub(crate) fn compaction(dir: &std::path::Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_compaction"));
+    let mut command = crate::common::compaction();
     command
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .env("COMPACTION_LOG", "trace")
         .env("ZOTERO_DATA_DIR", dir);
     command

@@ -1,24 +1,14 @@
 //! A `compaction serve` process of the built binary, and an SSE reader for its answers.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 
 use compaction_core::SessionKey;
 
 use super::{SECRET, compaction};
+use crate::common::{Serve, spawn_serve};
 
-/// A running `compaction serve`; killed when dropped (a failed test leaves no process).
-pub(crate) struct Replica {
-    child: Child,
-    pub(crate) base: String,
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// A replica: a running `compaction serve` (its `base` is `http://127.0.0.1:PORT`).
+pub(crate) type Replica = Serve;
 
 /// Starts a replica on a free port and waits for its `listening on` line.
 pub(crate) fn start_replica(
@@ -26,7 +16,8 @@ pub(crate) fn start_replica(
     config: &std::path::Path,
     db_url: &str,
 ) -> Replica {
-    let mut child = compaction(dir)
+    let mut command = compaction(dir);
+    command
         .args([
             "serve",
             "--addr",
@@ -39,31 +30,20 @@ pub(crate) fn start_replica(
         .args(["--decision", "offline", "--summarizer", "offline"])
         .env("TEST_REPLICA_DB", db_url)
         .env("COMPACTION_LOG", "error")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start compaction serve");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let mut seen = Vec::new();
-    let base = loop {
-        let line = lines
-            .next()
-            .unwrap_or_else(|| panic!("serve ended before listening: {seen:?}"))
-            .expect("read serve's stdout");
+        .stderr(Stdio::inherit());
+    let replica = spawn_serve(command);
+    for line in &replica.banner {
         assert!(!line.contains(SECRET), "the password leaked: {line}");
-        if let Some(rest) = line.strip_prefix("listening on ") {
-            break rest.split_whitespace().next().expect("address").to_owned();
-        }
-        seen.push(line);
-    };
+    }
     assert!(
-        seen.iter().any(|l| l.starts_with("database: postgres://")),
-        "{seen:?}"
+        replica
+            .banner
+            .iter()
+            .any(|l| l.starts_with("database: postgres://")),
+        "{:?}",
+        replica.banner
     );
-    // Keep draining stdout so the replica never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Replica { child, base }
+    replica
 }
 
 #[derive(Debug)]
