@@ -3,8 +3,8 @@
 //! ADK would load, and `update_time` as SQLAlchemy stores a naive UTC `DateTime`
 //! (`YYYY-MM-DD HH:MM:SS.ffffff`, the microsecond revision ADK's stale check compares).
 
-use compaction_core::Event;
-use serde_json::Map;
+use compaction_core::{Event, EventOutline, Timestamp};
+use serde_json::{Map, Value};
 
 /// The `actions` keys ADK 2.13's `EventActions` declares besides `compaction` and
 /// `rewind_before_invocation_id` (which [`Event`] models). ADK refuses to load a session whose
@@ -214,5 +214,82 @@ mod tests {
         fn text_round_trips(micros in 0_i64..253_402_300_799_999_999) {
             proptest::prop_assert_eq!(parse_datetime_micros(&format_datetime_micros(micros)), Some(micros));
         }
+    }
+}
+
+/// Why a stored ADK event row could not be rebuilt into an [`Event`].
+#[derive(Debug)]
+pub(crate) enum RowProblem {
+    /// The JSON does not parse, or is not an event.
+    Json(serde_json::Error),
+    /// The JSON has no `timestamp` and the `timestamp` column (this text) is not a time.
+    Time(String),
+    /// A compaction whose range starts after it ends (these bounds, in epoch seconds).
+    BackwardsCompaction {
+        /// `start_timestamp`.
+        start: f64,
+        /// `end_timestamp`.
+        end: f64,
+    },
+}
+
+/// Rebuilds an event as ADK's `StorageEvent.to_event` does: the row's JSON (`data`), with
+/// `id` and `invocation_id` from their columns and the JSON `timestamp` winning over the
+/// column (`column_seconds` is read only when the JSON has none); a compaction event whose
+/// range starts after it ends is refused (it would hide the history it claims to cover).
+pub(crate) fn event_from_row(
+    id: &str,
+    invocation_id: String,
+    data: Option<&str>,
+    column_seconds: impl FnOnce() -> Result<f64, String>,
+) -> Result<Event, RowProblem> {
+    let mut map: Map<String, Value> = match data {
+        None => Map::new(),
+        Some(text) => serde_json::from_str(text).map_err(RowProblem::Json)?,
+    };
+    if !map.contains_key("timestamp") {
+        map.insert(
+            "timestamp".to_owned(),
+            Value::from(column_seconds().map_err(RowProblem::Time)?),
+        );
+    }
+    map.entry("author").or_insert_with(|| Value::from(""));
+    map.remove("invocationId");
+    map.insert("invocation_id".to_owned(), Value::from(invocation_id));
+    map.insert("id".to_owned(), Value::from(id));
+    let event: Event = serde_json::from_value(Value::Object(map)).map_err(RowProblem::Json)?;
+    forward_compaction(event)
+}
+
+/// [`event_from_row`] for the gate's outline read: only what [`EventOutline`] keeps (no
+/// content), with the same timestamp and compaction-range rules.
+pub(crate) fn outline_from_row(
+    id: String,
+    invocation_id: String,
+    data: Option<&str>,
+    column_seconds: impl FnOnce() -> Result<f64, String>,
+) -> Result<Event, RowProblem> {
+    let outline: EventOutline = match data {
+        None => EventOutline::default(),
+        Some(text) => serde_json::from_str(text).map_err(RowProblem::Json)?,
+    };
+    let timestamp = match outline.timestamp {
+        Some(ts) => ts,
+        None => {
+            let seconds = column_seconds().map_err(RowProblem::Time)?;
+            Timestamp::new(seconds).map_err(|_| RowProblem::Time(seconds.to_string()))?
+        }
+    };
+    forward_compaction(outline.into_event(id, invocation_id, timestamp))
+}
+
+/// Refuses a compaction event whose range starts after it ends.
+fn forward_compaction(event: Event) -> Result<Event, RowProblem> {
+    match &event.actions.compaction {
+        Some(c) if c.start_timestamp > c.end_timestamp => Err(RowProblem::BackwardsCompaction {
+            start: c.start_timestamp.seconds(),
+            end: c.end_timestamp.seconds(),
+        }),
+        _ => Ok(event),
     }
 }

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use compaction_core::{
-    Event, EventOutline, GateSnapshot, Revision, ScopedUserMessages, Session, SessionKey,
-    Timestamp, coordinator_prompt_tokens, coordinator_view, gate_input, rolling_tail_positions,
+    Event, GateSnapshot, Revision, ScopedUserMessages, Session, SessionKey, Timestamp,
+    coordinator_prompt_tokens, coordinator_view, gate_input, rolling_tail_positions,
     scoped_user_candidate_positions, scoped_user_messages,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use super::detect::{Layout, detect_layout};
 use super::schema::{self, AdkFlavor};
+use crate::adk_shape::RowProblem;
 use crate::error::SessionStoreError;
 use crate::store::OpenOptions;
 
@@ -466,23 +467,12 @@ impl AdkStore {
         self.read_session(key, |conn, revision, state| {
             let mut outlines = Vec::new();
             self.for_each_event_row(conn, key, |row| {
-                let outline: EventOutline = match row.data {
-                    None => EventOutline::default(),
-                    Some(text) => serde_json::from_str(text)
-                        .map_err(|source| self.corrupt_event(key, row.position, &row.id, source))?,
-                };
-                let timestamp = match outline.timestamp {
-                    Some(ts) => ts,
-                    None => {
-                        let seconds = schema::column_seconds(row.column_timestamp)
-                            .map_err(|v| self.bad_time(key, "events", "timestamp", v))?;
-                        Timestamp::new(seconds).map_err(|_| {
-                            self.bad_time(key, "events", "timestamp", seconds.to_string())
-                        })?
-                    }
-                };
-                let event = outline.into_event(row.id, row.invocation_id, timestamp);
-                self.check_compaction_range(key, row.position, &event)?;
+                let id = row.id.clone();
+                let event =
+                    crate::adk_shape::outline_from_row(row.id, row.invocation_id, row.data, || {
+                        schema::column_seconds(row.column_timestamp)
+                    })
+                    .map_err(|problem| self.row_problem(key, row.position, &id, problem))?;
                 outlines.push(event);
                 Ok(())
             })?;
@@ -580,8 +570,8 @@ impl AdkStore {
         }
     }
 
-    /// Rebuilds an event as ADK's `StorageEvent.to_event` does: the JSON, with `id` and
-    /// `invocation_id` from their columns and the JSON `timestamp` winning over the column.
+    /// Rebuilds an event as ADK's `StorageEvent.to_event` does
+    /// ([`crate::adk_shape::event_from_row`]), naming the event in what goes wrong.
     fn parse_event(
         &self,
         key: &SessionKey,
@@ -591,44 +581,31 @@ impl AdkStore {
         column_ts: Result<f64, String>,
         data: Option<&str>,
     ) -> Result<Event, SessionStoreError> {
-        let corrupt =
-            |source: serde_json::Error, id: &str| self.corrupt_event(key, index, id, source);
-        let mut map: Map<String, Value> = match data {
-            None => Map::new(),
-            Some(text) => serde_json::from_str(text).map_err(|e| corrupt(e, &id))?,
-        };
-        if !map.contains_key("timestamp") {
-            let seconds = column_ts.map_err(|v| self.bad_time(key, "events", "timestamp", v))?;
-            map.insert("timestamp".to_owned(), Value::from(seconds));
-        }
-        map.entry("author").or_insert_with(|| Value::from(""));
-        map.remove("invocationId");
-        map.insert("invocation_id".to_owned(), Value::from(invocation));
-        map.insert("id".to_owned(), Value::from(id.clone()));
-        let event = serde_json::from_value(Value::Object(map)).map_err(|e| corrupt(e, &id))?;
-        self.check_compaction_range(key, index, &event)?;
-        Ok(event)
+        crate::adk_shape::event_from_row(&id, invocation, data, || column_ts)
+            .map_err(|problem| self.row_problem(key, index, &id, problem))
     }
 
-    /// Refuses a compaction event (at `position`, from 0) whose range starts after it ends.
-    fn check_compaction_range(
+    /// What went wrong rebuilding the event at `position` (from 0), as this store's error.
+    fn row_problem(
         &self,
         key: &SessionKey,
         position: usize,
-        event: &Event,
-    ) -> Result<(), SessionStoreError> {
-        match &event.actions.compaction {
-            Some(c) if c.start_timestamp > c.end_timestamp => {
-                Err(SessionStoreError::BackwardsCompaction {
+        id: &str,
+        problem: RowProblem,
+    ) -> SessionStoreError {
+        match problem {
+            RowProblem::Json(e) => self.corrupt_event(key, position, id, e),
+            RowProblem::Time(value) => self.bad_time(key, "events", "timestamp", value),
+            RowProblem::BackwardsCompaction { start, end } => {
+                SessionStoreError::BackwardsCompaction {
                     path: self.inner.path.clone(),
                     key: Box::new(key.clone()),
                     revision: position as u64 + 1,
-                    event_id: event.id.clone(),
-                    start: c.start_timestamp.seconds(),
-                    end: c.end_timestamp.seconds(),
-                })
+                    event_id: id.to_owned(),
+                    start,
+                    end,
+                }
             }
-            _ => Ok(()),
         }
     }
 

@@ -34,8 +34,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use compaction_core::{
-    Event, EventOutline, GateSnapshot, Revision, ScopedUserMessages, Session, SessionKey,
-    SessionStore, StoreError, Timestamp, coordinator_prompt_tokens, coordinator_view, gate_input,
+    Event, GateSnapshot, Revision, ScopedUserMessages, Session, SessionKey, SessionStore,
+    StoreError, Timestamp, coordinator_prompt_tokens, coordinator_view, gate_input,
     rolling_tail_positions, scoped_user_candidate_positions, scoped_user_messages,
 };
 use deadpool_postgres::{Object, Transaction};
@@ -43,7 +43,9 @@ use serde_json::{Map, Value};
 use tokio_postgres::IsolationLevel;
 use tokio_postgres::error::SqlState;
 
-use crate::adk_shape::{self, format_datetime_micros, parse_datetime_micros, seconds_to_micros};
+use crate::adk_shape::{
+    self, RowProblem, format_datetime_micros, parse_datetime_micros, seconds_to_micros,
+};
 use crate::error::SessionStoreError;
 use crate::postgres::{PostgresAccess, PostgresOptions, PostgresStore};
 
@@ -503,15 +505,8 @@ impl AdkPostgresStore {
             .collect())
     }
 
-    /// The `timestamp` column in epoch seconds (for an event whose JSON has none).
-    fn column_seconds(&self, key: &SessionKey, text: &str) -> Result<f64, SessionStoreError> {
-        parse_datetime_micros(text)
-            .map(|us| us as f64 / 1e6)
-            .ok_or_else(|| self.bad_time(key, "events", "timestamp", text.to_owned()))
-    }
-
-    /// Rebuilds an event as ADK's `StorageEvent.to_event` does: the JSON, with `id` and
-    /// `invocation_id` from their columns and the JSON `timestamp` winning over the column.
+    /// Rebuilds an event as ADK's `StorageEvent.to_event` does
+    /// ([`crate::adk_shape::event_from_row`]), naming the event in what goes wrong.
     fn parse_event(
         &self,
         key: &SessionKey,
@@ -524,45 +519,33 @@ impl AdkPostgresStore {
             column_timestamp,
             data,
         } = row;
-        let mut map: Map<String, Value> = match data.as_deref() {
-            None => Map::new(),
-            Some(text) => {
-                serde_json::from_str(text).map_err(|e| self.corrupt_event(key, position, &id, e))?
-            }
-        };
-        if !map.contains_key("timestamp") {
-            let seconds = self.column_seconds(key, &column_timestamp)?;
-            map.insert("timestamp".to_owned(), Value::from(seconds));
-        }
-        map.entry("author").or_insert_with(|| Value::from(""));
-        map.remove("invocationId");
-        map.insert("invocation_id".to_owned(), Value::from(invocation_id));
-        map.insert("id".to_owned(), Value::from(id.clone()));
-        let event: Event = serde_json::from_value(Value::Object(map))
-            .map_err(|e| self.corrupt_event(key, position, &id, e))?;
-        self.check_compaction_range(key, position, &event)?;
-        Ok(event)
+        crate::adk_shape::event_from_row(&id, invocation_id, data.as_deref(), || {
+            column_seconds(&column_timestamp)
+        })
+        .map_err(|problem| self.row_problem(key, position, &id, problem))
     }
 
-    /// Refuses a compaction event (at `position`, from 0) whose range starts after it ends.
-    fn check_compaction_range(
+    /// What went wrong rebuilding the event at `position` (from 0), as this store's error.
+    fn row_problem(
         &self,
         key: &SessionKey,
         position: usize,
-        event: &Event,
-    ) -> Result<(), SessionStoreError> {
-        match &event.actions.compaction {
-            Some(c) if c.start_timestamp > c.end_timestamp => {
-                Err(SessionStoreError::BackwardsCompaction {
+        id: &str,
+        problem: RowProblem,
+    ) -> SessionStoreError {
+        match problem {
+            RowProblem::Json(e) => self.corrupt_event(key, position, id, e),
+            RowProblem::Time(value) => self.bad_time(key, "events", "timestamp", value),
+            RowProblem::BackwardsCompaction { start, end } => {
+                SessionStoreError::BackwardsCompaction {
                     path: self.db.path(),
                     key: Box::new(key.clone()),
                     revision: position as u64 + 1,
-                    event_id: event.id.clone(),
-                    start: c.start_timestamp.seconds(),
-                    end: c.end_timestamp.seconds(),
-                })
+                    event_id: id.to_owned(),
+                    start,
+                    end,
+                }
             }
-            _ => Ok(()),
         }
     }
 
@@ -600,22 +583,15 @@ impl AdkPostgresStore {
             let rows = self.event_rows(tx, key, true, op).await?;
             let mut outlines = Vec::with_capacity(rows.len());
             for (position, row) in rows.into_iter().enumerate() {
-                let outline: EventOutline = match row.data.as_deref() {
-                    None => EventOutline::default(),
-                    Some(text) => serde_json::from_str(text)
-                        .map_err(|e| self.corrupt_event(key, position, &row.id, e))?,
-                };
-                let timestamp = match outline.timestamp {
-                    Some(ts) => ts,
-                    None => {
-                        let seconds = self.column_seconds(key, &row.column_timestamp)?;
-                        Timestamp::new(seconds).map_err(|_| {
-                            self.bad_time(key, "events", "timestamp", row.column_timestamp.clone())
-                        })?
-                    }
-                };
-                let event = outline.into_event(row.id, row.invocation_id, timestamp);
-                self.check_compaction_range(key, position, &event)?;
+                let id = row.id.clone();
+                let column = row.column_timestamp;
+                let event = crate::adk_shape::outline_from_row(
+                    row.id,
+                    row.invocation_id,
+                    row.data.as_deref(),
+                    || column_seconds(&column),
+                )
+                .map_err(|problem| self.row_problem(key, position, &id, problem))?;
                 outlines.push(event);
             }
             let prompt_tokens = coordinator_prompt_tokens(coordinator_view(&outlines).into_iter());
@@ -816,4 +792,12 @@ impl SessionStore for AdkPostgresStore {
     ) -> Result<Revision, StoreError> {
         Ok(self.append_event(key, expected, &event).await?)
     }
+}
+
+/// The `timestamp` column (text, as the reads select it) in epoch seconds; the text itself
+/// when it is not a time.
+fn column_seconds(text: &str) -> Result<f64, String> {
+    parse_datetime_micros(text)
+        .map(|us| us as f64 / 1e6)
+        .ok_or_else(|| text.to_owned())
 }
