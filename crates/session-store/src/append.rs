@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::error::SessionStoreError;
 use crate::header::Recomputed;
+use crate::row::EventColumns;
 use crate::store::{
     LiveRef, SessionRow, SqliteStore, now_seconds, read_body, session_row, tokens_to_sql,
 };
@@ -131,7 +132,7 @@ impl SqliteStore {
         body: &str,
         in_view: bool,
     ) -> Result<(), SessionStoreError> {
-        let compaction = event.compaction();
+        let columns = EventColumns::of(event);
         let inserted = tx
             .prepare_cached(
                 "INSERT INTO events (session_pk, seq, event_id, invocation_id, ts, scope, \
@@ -144,12 +145,12 @@ impl SqliteStore {
                     seq,
                     event.id,
                     event.invocation_id,
-                    event.timestamp.seconds(),
-                    event.isolation_scope,
-                    compaction.is_some(),
-                    compaction.map(|c| c.start_timestamp.seconds()),
-                    compaction.map(|c| c.end_timestamp.seconds()),
-                    event.actions.rewind_before_invocation_id.is_some(),
+                    columns.ts,
+                    columns.scope,
+                    columns.is_compaction,
+                    columns.comp_start,
+                    columns.comp_end,
+                    columns.is_rewind,
                     in_view,
                     body,
                 ])

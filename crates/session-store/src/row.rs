@@ -5,7 +5,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use compaction_core::history::TurnTracker;
-use compaction_core::{GateInput, Revision};
+use compaction_core::{Event, GateInput, Revision};
 
 /// The gate header of a session: one row, current after every append.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -60,4 +60,29 @@ pub(crate) fn now_seconds() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The indexed columns of an event row, as both backends store them: what compaction-core
+/// says of the event (its time, scope, compaction range and rewind), never re-derived.
+pub(crate) struct EventColumns<'a> {
+    pub(crate) ts: f64,
+    pub(crate) scope: &'a Option<String>,
+    pub(crate) is_compaction: bool,
+    pub(crate) comp_start: Option<f64>,
+    pub(crate) comp_end: Option<f64>,
+    pub(crate) is_rewind: bool,
+}
+
+impl<'a> EventColumns<'a> {
+    pub(crate) fn of(event: &'a Event) -> Self {
+        let compaction = event.compaction();
+        EventColumns {
+            ts: event.timestamp.seconds(),
+            scope: &event.isolation_scope,
+            is_compaction: compaction.is_some(),
+            comp_start: compaction.map(|c| c.start_timestamp.seconds()),
+            comp_end: compaction.map(|c| c.end_timestamp.seconds()),
+            is_rewind: event.actions.rewind_before_invocation_id.is_some(),
+        }
+    }
 }

@@ -19,7 +19,7 @@ use tokio_postgres::error::SqlState;
 use crate::error::SessionStoreError;
 use crate::header::Recomputed;
 use crate::postgres::{HEADER_COLUMNS, PostgresStore, session_row};
-use crate::row::{LiveRef, SessionRow, now_seconds, tokens_to_sql};
+use crate::row::{EventColumns, LiveRef, SessionRow, now_seconds, tokens_to_sql};
 
 /// ADK's state-delta action keys (snake_case and the camelCase alias).
 const STATE_DELTA_KEYS: [&str; 2] = ["state_delta", "stateDelta"];
@@ -197,7 +197,7 @@ impl PostgresStore {
         body: &str,
         in_view: bool,
     ) -> Result<(), SessionStoreError> {
-        let compaction = event.compaction();
+        let columns = EventColumns::of(event);
         let stmt = tx
             .prepare_cached(
                 "INSERT INTO events (session_pk, seq, event_id, invocation_id, ts, scope, \
@@ -215,12 +215,12 @@ impl PostgresStore {
                     &seq,
                     &event.id,
                     &event.invocation_id,
-                    &event.timestamp.seconds(),
-                    &event.isolation_scope,
-                    &compaction.is_some(),
-                    &compaction.map(|c| c.start_timestamp.seconds()),
-                    &compaction.map(|c| c.end_timestamp.seconds()),
-                    &event.actions.rewind_before_invocation_id.is_some(),
+                    &columns.ts,
+                    columns.scope,
+                    &columns.is_compaction,
+                    &columns.comp_start,
+                    &columns.comp_end,
+                    &columns.is_rewind,
                     &in_view,
                     &body,
                 ],
