@@ -260,6 +260,60 @@ impl Coordinator for Hanging {
     }
 }
 
+/// A chat sent while the session's previous reply still streams waits at most
+/// `max_turn_wait`, then answers 409 and stores nothing; the running turn is unaffected.
+#[tokio::test]
+async fn a_chat_while_the_previous_reply_streams_is_refused_after_the_bound() {
+    let hold = Arc::new(tokio::sync::Notify::new());
+    let (summarizer, _s, _r) = gated();
+    let rig = start_traced(
+        Arc::new(Hanging { hold: hold.clone() }),
+        Arc::new(ScriptedDecisionModel::constant(0.1)),
+        summarizer,
+        ServeOptions::default(),
+        None,
+        lanes().max_turn_wait(std::time::Duration::from_millis(200)),
+    )
+    .await;
+    let key = rig.create("s").await;
+    let first = rig
+        .http
+        .post(rig.url(&key, "/chat"))
+        .json(&json!({"message": "Tell me everything."}))
+        .send()
+        .await
+        .expect("chat");
+    let mut body = first.bytes_stream();
+    let chunk = body.next().await.expect("first chunk").expect("bytes");
+    assert!(String::from_utf8_lossy(&chunk).contains("Half an"));
+    let second = rig
+        .http
+        .post(rig.url(&key, "/chat"))
+        .json(&json!({"message": "And another thing?"}))
+        .send()
+        .await
+        .expect("chat");
+    assert_eq!(second.status(), StatusCode::CONFLICT);
+    let error: Value = second.json().await.expect("json");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("still running")),
+        "{error}"
+    );
+    let session = rig.store.load(&key).await.expect("load");
+    assert!(
+        session
+            .events
+            .iter()
+            .all(|e| e.text() != "And another thing?"),
+        "the refused message was not stored"
+    );
+    hold.notify_waiters();
+    drop(body);
+    assert!(rig.stop().await);
+}
+
 /// A client gone mid-stream leaves the partial reply stored as partial and no evaluation.
 #[tokio::test]
 async fn a_client_gone_mid_stream_leaves_a_partial_reply() {

@@ -86,6 +86,7 @@ async fn the_engines_spans_nest_under_the_turn_that_caused_them() {
         summarizer,
         ServeOptions::default(),
         Some(traced.telemetry()),
+        lanes(),
     )
     .await;
     let key = rig.create("s").await;

@@ -85,16 +85,22 @@ pub(crate) async fn start(
     summarizer: Arc<dyn Summarizer>,
     options: ServeOptions,
 ) -> Running {
-    start_traced(coordinator, decision, summarizer, options, None).await
+    start_traced(coordinator, decision, summarizer, options, None, lanes()).await
 }
 
-/// [`start`], with the engine's spans going to `telemetry`.
+/// The lanes of [`start`]: the next turn waits up to 30 s for an evaluation.
+pub(crate) fn lanes() -> LaneConfig {
+    LaneConfig::default().max_wait(Duration::from_secs(30))
+}
+
+/// [`start`], with the engine's spans going to `telemetry` and the lanes configured.
 pub(crate) async fn start_traced(
     coordinator: Arc<dyn Coordinator>,
     decision: Arc<dyn DecisionModel>,
     summarizer: Arc<dyn Summarizer>,
     options: ServeOptions,
     telemetry: Option<Arc<dyn Telemetry>>,
+    lanes: LaneConfig,
 ) -> Running {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = Arc::new(SqliteStore::open(dir.path().join("sessions.db")).expect("store"));
@@ -114,10 +120,7 @@ pub(crate) async fn start_traced(
     }
     .build()
     .expect("engine");
-    let lanes = Lanes::new(
-        Arc::new(engine),
-        LaneConfig::default().max_wait(Duration::from_secs(30)),
-    );
+    let lanes = Lanes::new(Arc::new(engine), lanes);
     let server = Server::new(
         store.clone(),
         lanes,
