@@ -151,6 +151,8 @@ enum Command {
         /// The longest a turn waits for the previous turn's evaluation, in seconds.
         #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
         max_wait: f64,
+        #[command(flatten)]
+        access: serve::AccessArgs,
     },
     /// Show or change the settings file (zocrates_config.json).
     Config {
@@ -422,6 +424,7 @@ async fn run(cli: Cli, registry: &Registry) -> Result<(), CliError> {
             adapters,
             max_message_bytes,
             max_wait,
+            access,
         } => {
             // `--db-env` wins over `--db`'s default (clap refuses both given).
             let db = Database::from_args(Some(db), db_env)?
@@ -436,6 +439,7 @@ async fn run(cli: Cli, registry: &Registry) -> Result<(), CliError> {
                 otlp: adapters.otlp.request().map_err(CliError::Other)?,
                 max_message_bytes,
                 max_wait_secs: max_wait,
+                access,
             })
             .await
         }

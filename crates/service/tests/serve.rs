@@ -190,10 +190,16 @@ async fn rest_writes_use_if_match_and_make_a_racing_compaction_stale() {
     insta::assert_json_snapshot!("stale_if_match", body);
     assert_eq!(rig.store.load(&key).await.expect("load").events.len(), 0);
 
+    // Subscribed before the first turn: each turn's evaluation reports once, and turn 2's
+    // may still be running when its stream has ended, so both are read before turn 3.
+    let mut reports = rig.server.lanes().subscribe();
     for n in 1..=2 {
         let _ = rig.chat(&key, &format!("Question {n}?")).await;
     }
-    let mut reports = rig.server.lanes().subscribe();
+    for _ in 1..=2 {
+        let r = reports.recv().await.expect("report");
+        assert_eq!(r.outcomes[0].label(), "fast-exit", "{r:?}");
+    }
     let _ = rig.chat(&key, "Question 3?").await;
     assert_eq!(started.recv().await, Some(1));
     // The external writer reads the ETag and writes while the summary is being written.
@@ -418,7 +424,10 @@ async fn bad_input_gets_a_status_and_a_message_naming_the_field() {
     let cases: Vec<(&str, reqwest::RequestBuilder)> = vec![
         (
             "malformed json",
-            rig.http.post(&chat).body("{\"message\": "),
+            rig.http
+                .post(&chat)
+                .header("content-type", "application/json")
+                .body("{\"message\": "),
         ),
         (
             "missing field",

@@ -5,6 +5,7 @@
 //! ([`crate::lane`]).
 
 pub mod coordinator;
+pub mod guard;
 mod page;
 mod server;
 mod settings;
@@ -14,4 +15,5 @@ pub use coordinator::{
     OfflineCoordinator, OpenAiCompatible, ReplyChunk, ReplyStream, SelectedCoordinator,
     select_coordinator,
 };
+pub use guard::{GuardOptions, Token};
 pub use server::{DEFAULT_MAX_MESSAGE_BYTES, ServeOptions, Server, shutdown_signal};

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use compaction_core::{
     Clock, ContextEntry, Event, EventBuilder, IdGenerator, Revision, SessionKey, SessionStore,
-    StoreError, completed_turns, coordinator_view,
+    StoreError, Timestamp, completed_turns, coordinator_view,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -42,6 +42,8 @@ pub struct ServeOptions {
     pub reports_kept: usize,
     /// How long shutdown waits for running turns and evaluations (default 30 s).
     pub shutdown_bound: Duration,
+    /// What the request guard allows beyond loopback same-origin use (see [`super::guard`]).
+    pub guard: super::guard::GuardOptions,
 }
 
 impl Default for ServeOptions {
@@ -51,6 +53,7 @@ impl Default for ServeOptions {
             coordinator_author: "coordinator".to_owned(),
             reports_kept: 4096,
             shutdown_bound: Duration::from_secs(30),
+            guard: super::guard::GuardOptions::default(),
         }
     }
 }
@@ -59,6 +62,12 @@ impl ServeOptions {
     /// Sets [`ServeOptions::max_message_bytes`].
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = bytes;
+        self
+    }
+
+    /// Sets [`ServeOptions::guard`].
+    pub fn guard(mut self, guard: super::guard::GuardOptions) -> Self {
+        self.guard = guard;
         self
     }
 
@@ -146,8 +155,25 @@ impl Server {
         self.state.page.watch_settings(store)
     }
 
-    /// The routes (see the README for each).
+    /// The routes (see the README for each), behind the request guard ([`super::guard`]),
+    /// which allows loopback hosts and the configured ones.
     pub fn router(&self) -> Router {
+        self.guarded_router(None)
+    }
+
+    /// The routes behind the guard, which also allows `bound`'s address as a host.
+    fn guarded_router(&self, bound: Option<std::net::SocketAddr>) -> Router {
+        let guard = Arc::new(super::guard::Guard::new(
+            self.state.options.guard.clone(),
+            bound,
+        ));
+        self.routes().layer(axum::middleware::from_fn_with_state(
+            guard,
+            super::guard::guard,
+        ))
+    }
+
+    fn routes(&self) -> Router {
         Router::new()
             .route("/healthz", get(healthz))
             .route("/v1/sessions", post(create_session))
@@ -176,7 +202,15 @@ impl Server {
             shutdown.await;
             state.stopping.send_replace(true);
         };
-        axum::serve(listener, self.router())
+        let router = self.guarded_router(listener.local_addr().ok());
+        // Small SSE writes go out at once: without TCP_NODELAY, Nagle's algorithm holds a
+        // delta on a kept-alive connection until the client's delayed ACK (~40 ms).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::warn!("could not set TCP_NODELAY on an accepted connection: {e}");
+            }
+        });
+        axum::serve(listener, router)
             .with_graceful_shutdown(stop)
             .await?;
         Ok(self
@@ -551,6 +585,12 @@ async fn chat(
         let reply = events.reply(&invocation, &text, Some(prompt_tokens));
         if let Err(e) = append_latest(&state, &key, reply).await {
             let message = format!("the reply could not be stored: {e}");
+            tracing::warn!(%key, "{message}");
+            // The turn must not stay open: an error event closes it when the store takes one.
+            let closing = events.error(&invocation, "REPLY_NOT_STORED", &message);
+            if let Err(e) = append_latest(&state, &key, closing).await {
+                tracing::warn!(%key, "the turn could not be closed either: {e}");
+            }
             let _ = tx
                 .send(
                     SseEvent::default()
@@ -630,21 +670,45 @@ async fn client_gone(
     }
 }
 
-/// Appends at the session's latest revision: the lane keeps evaluations out of a running
-/// turn, but an external writer may move the session on, so a stale append is retried.
+/// How often the server's own append is retried after another writer moved the session on.
+const APPEND_ATTEMPTS: usize = 8;
+
+/// Appends the server's own event at the session's latest revision. The lane keeps
+/// evaluations out of a running turn, but an external writer may append at the same moment:
+/// a stale revision is read again, and an event that another writer's later-stamped event
+/// overtook is stamped again (after that event and not before the clock), so the server's
+/// own timestamp conflict never fails a turn.
 async fn append_latest(
     state: &AppState,
     key: &SessionKey,
-    event: Event,
+    mut event: Event,
 ) -> Result<Revision, StoreError> {
-    let mut attempts = 0;
+    let mut attempts = 1;
     loop {
         let revision = state.store.gate_snapshot(key).await?.revision;
         match state.store.append(key, revision, event.clone()).await {
-            Err(StoreError::Stale { .. }) if attempts < 3 => attempts += 1,
+            Err(StoreError::Stale { .. }) if attempts < APPEND_ATTEMPTS => {}
+            Err(StoreError::NonIncreasingTimestamp { latest, .. })
+                if attempts < APPEND_ATTEMPTS =>
+            {
+                event.timestamp = restamp(state.clock.now(), latest);
+            }
             other => return other,
         }
+        attempts += 1;
     }
+}
+
+/// A timestamp after `latest` and not before `now`.
+fn restamp(now: Timestamp, latest: Timestamp) -> Timestamp {
+    if now > latest {
+        return now;
+    }
+    let seconds = latest.seconds();
+    // The smallest step that still moves a timestamp of this size (1 µs, or the float's
+    // spacing where that is coarser).
+    let step = (seconds.abs() * f64::EPSILON * 2.0).max(1e-6);
+    Timestamp::new(seconds + step).unwrap_or(latest)
 }
 
 /// The turn's number: completed turns of the session's coordinator view.
