@@ -44,6 +44,9 @@ pub struct ServeOptions {
     pub shutdown_bound: Duration,
     /// What the request guard allows beyond loopback same-origin use (see [`super::guard`]).
     pub guard: super::guard::GuardOptions,
+    /// How far ahead of the server's clock an external event's timestamp may be (default 60 s);
+    /// further: 400 naming `timestamp`, since a later event of the session could never follow it.
+    pub max_clock_skew: Duration,
 }
 
 impl Default for ServeOptions {
@@ -54,6 +57,7 @@ impl Default for ServeOptions {
             reports_kept: 4096,
             shutdown_bound: Duration::from_secs(30),
             guard: super::guard::GuardOptions::default(),
+            max_clock_skew: Duration::from_secs(60),
         }
     }
 }
@@ -176,6 +180,7 @@ impl Server {
     fn routes(&self) -> Router {
         Router::new()
             .route("/healthz", get(healthz))
+            .route("/readyz", get(readyz))
             .route("/v1/sessions", post(create_session))
             .route("/v1/sessions/{app}/{user}/{id}", get(get_session))
             .route("/v1/sessions/{app}/{user}/{id}/chat", post(chat))
@@ -187,6 +192,12 @@ impl Server {
             .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
             .with_state(self.state.clone())
             .merge(self.state.page.router())
+            .method_not_allowed_fallback(|| async {
+                ApiError::new(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "this route does not take that method (see the README's route table)",
+                )
+            })
     }
 
     /// Serves on `listener` until `shutdown` completes, then stops taking turns, ends the
@@ -285,6 +296,10 @@ impl ApiError {
             e @ StoreError::NonIncreasingTimestamp { .. } => {
                 ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
             }
+            // A reused event id (the store's unique key): the client's conflict, not ours.
+            e if e.kind() == compaction_core::FailureKind::AlreadyExists => {
+                ApiError::new(StatusCode::CONFLICT, format!("{e}: nothing written"))
+            }
             e => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, format!("store: {e}")),
         }
     }
@@ -352,15 +367,33 @@ async fn healthz(State(s): State<Arc<AppState>>) -> impl IntoResponse {
     }))
 }
 
+/// Readiness: the store answers (a probe of a session key nobody uses; not found is ready).
+async fn readyz(State(s): State<Arc<AppState>>) -> Response {
+    let probe = SessionKey::new("readyz", "readyz", "readyz");
+    let ready = match s.store.gate_snapshot(&probe).await {
+        Ok(_) | Err(StoreError::NotFound(_)) => Ok(()),
+        Err(e) => Err(e.to_string()),
+    };
+    let stopping = *s.stopping.borrow();
+    match ready {
+        Ok(()) if !stopping => axum::Json(json!({ "status": "ready" })).into_response(),
+        Ok(()) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "stopping").into_response(),
+        Err(e) => {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, format!("store: {e}")).into_response()
+        }
+    }
+}
+
 const CREATE_FORM: &str = r#"{"app": "<app>", "user": "<user>", "id": "<session id>"}"#;
 
 async fn create_session(State(s): State<Arc<AppState>>, body: Body) -> ApiResult<Response> {
     let body = json_object(body, 64 * 1024, CREATE_FORM).await?;
     let field = |name: &str| -> ApiResult<String> {
         match string_field(&body, name, CREATE_FORM)? {
-            Some(v) if !v.trim().is_empty() && !v.contains('/') => Ok(v.to_owned()),
+            Some(v) if valid_key_part(v) => Ok(v.to_owned()),
             Some(_) => Err(ApiError::bad_request(format!(
-                "field `{name}` must be non-empty and contain no `/`: expected {CREATE_FORM}"
+                "field `{name}` must be non-empty and contain no `/` and no control character: \
+                 expected {CREATE_FORM}"
             ))),
             None => Err(ApiError::bad_request(format!(
                 "missing field `{name}`: expected {CREATE_FORM}"
@@ -372,7 +405,7 @@ async fn create_session(State(s): State<Arc<AppState>>, body: Body) -> ApiResult
         None => s.ids.next_id(),
         Some(_) => field("id")?,
     };
-    let key = SessionKey::new(app, user, id);
+    let key = route_key(app, user, id)?;
     let session = s
         .store
         .create_session(&key, Map::new())
@@ -391,6 +424,24 @@ async fn create_session(State(s): State<Arc<AppState>>, body: Body) -> ApiResult
     Ok(response)
 }
 
+/// A part of a session key (app, user, id) the server accepts: not blank, no `/` (it is a path
+/// segment) and no control character (NUL and the rest are refused the same way on every store).
+fn valid_key_part(v: &str) -> bool {
+    !v.trim().is_empty() && !v.contains('/') && !v.chars().any(char::is_control)
+}
+
+/// The session key of a route, refused with 400 when a part is not [`valid_key_part`].
+fn route_key(app: String, user: String, id: String) -> ApiResult<SessionKey> {
+    for (name, part) in [("app", &app), ("user", &user), ("id", &id)] {
+        if !valid_key_part(part) {
+            return Err(ApiError::bad_request(format!(
+                "the session's {name} in the path must be non-empty with no control character"
+            )));
+        }
+    }
+    Ok(SessionKey::new(app, user, id))
+}
+
 fn set_etag(response: &mut Response, revision: Revision) {
     if let Ok(v) = HeaderValue::from_str(&format!("\"{revision}\"")) {
         response.headers_mut().insert(header::ETAG, v);
@@ -401,7 +452,7 @@ async fn get_session(
     State(s): State<Arc<AppState>>,
     Path((app, user, id)): Path<(String, String, String)>,
 ) -> ApiResult<Response> {
-    let key = SessionKey::new(app, user, id);
+    let key = route_key(app, user, id)?;
     let revision = s
         .store
         .gate_snapshot(&key)
@@ -493,7 +544,7 @@ async fn chat(
             "unknown field `{other}`: expected {CHAT_FORM}"
         )));
     }
-    let key = SessionKey::new(app, user, id);
+    let key = route_key(app, user, id)?;
     s.store.gate_snapshot(&key).await.map_err(ApiError::store)?;
     let invocation = s.ids.next_id();
     let span = tracing::info_span!(
@@ -517,13 +568,13 @@ async fn chat(
             LaneError::TurnInProgress(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
             other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
         })?;
-    let context = s.store.load_context(&key).await.map_err(ApiError::store)?;
-    let request = CoordinatorRequest::assemble(&context, &message);
     let events = EventBuilder::new(
         s.clock.as_ref(),
         s.ids.as_ref(),
         s.options.coordinator_author.clone(),
     );
+    let context = close_open_turn(&s, &key, &events).await?;
+    let request = CoordinatorRequest::assemble(&context, &message);
     append_latest(&s, &key, events.user_query(&invocation, &message))
         .await
         .map_err(ApiError::store)?;
@@ -670,6 +721,38 @@ async fn client_gone(
     }
 }
 
+/// The session's context for a new turn, after closing a turn a crash left open: when its last
+/// event is a user query with no reply (the process stopped mid-stream, before any reply,
+/// partial or error, was stored), an `interrupted` reply closes it first, so the history
+/// alternates and the coordinator and the summarizer see that question as unanswered.
+async fn close_open_turn(
+    s: &AppState,
+    key: &SessionKey,
+    events: &EventBuilder<'_>,
+) -> ApiResult<compaction_core::AssembledContext> {
+    let context = s.store.load_context(key).await.map_err(ApiError::store)?;
+    let open = match context.entries.last() {
+        Some(ContextEntry::Event(last)) if is_query(last) => last.invocation_id.clone(),
+        _ => return Ok(context),
+    };
+    tracing::info!(%key, invocation = %open, "closing a turn left without a reply");
+    append_latest(s, key, events.interrupted(&open))
+        .await
+        .map_err(ApiError::store)?;
+    s.store.load_context(key).await.map_err(ApiError::store)
+}
+
+/// A user's query: authored by the user, with text (a tool result is authored by the user too,
+/// but carries a function response).
+fn is_query(event: &Event) -> bool {
+    event.author == "user"
+        && event.actions.compaction.is_none()
+        && event.content.as_ref().is_some_and(|c| {
+            c.parts.iter().any(|p| p.text.is_some())
+                && c.parts.iter().all(|p| p.function_response.is_none())
+        })
+}
+
 /// How often the server's own append is retried after another writer moved the session on.
 const APPEND_ATTEMPTS: usize = 8;
 
@@ -745,7 +828,7 @@ async fn compaction_events(
     State(s): State<Arc<AppState>>,
     Path((app, user, id)): Path<(String, String, String)>,
 ) -> ApiResult<Response> {
-    let key = SessionKey::new(app, user, id);
+    let key = route_key(app, user, id)?;
     s.store.gate_snapshot(&key).await.map_err(ApiError::store)?;
     let mut reports = s.lanes.subscribe();
     let mut stopping = s.stopping.subscribe();
@@ -784,7 +867,7 @@ async fn outcomes(
     State(s): State<Arc<AppState>>,
     Path((app, user, id)): Path<(String, String, String)>,
 ) -> ApiResult<Response> {
-    let key = SessionKey::new(app, user, id);
+    let key = route_key(app, user, id)?;
     s.store.gate_snapshot(&key).await.map_err(ApiError::store)?;
     let reports: Vec<Arc<LaneReport>> = s
         .reports
@@ -806,7 +889,7 @@ async fn append_event(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let key = SessionKey::new(app, user, id);
+    let key = route_key(app, user, id)?;
     let Some(if_match) = headers.get(header::IF_MATCH) else {
         return Err(ApiError::new(
             StatusCode::PRECONDITION_REQUIRED,
@@ -814,23 +897,29 @@ async fn append_event(
              If-Match: \"7\"",
         ));
     };
-    let expected = if_match
-        .to_str()
-        .ok()
-        .map(|v| v.trim().trim_start_matches("W/").trim_matches('"'))
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(Revision)
-        .ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "header `If-Match` must be a revision such as \"7\", got {:?}",
-                String::from_utf8_lossy(if_match.as_bytes())
-            ))
-        })?;
+    let expected = revision_of(if_match).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "header `If-Match` must be a revision in double quotes such as \"7\" (the session's \
+             ETag), got {:?}",
+            String::from_utf8_lossy(if_match.as_bytes())
+        ))
+    })?;
     let mut body = json_object(body, s.options.max_message_bytes, EVENT_FORM).await?;
-    if string_field(&body, "author", EVENT_FORM)?.is_none() {
-        return Err(ApiError::bad_request(format!(
-            "missing field `author`: expected {EVENT_FORM}"
-        )));
+    for field in ["author", "id", "invocation_id"] {
+        match string_field(&body, field, EVENT_FORM)? {
+            None if field == "author" => {
+                return Err(ApiError::bad_request(format!(
+                    "missing field `author`: expected {EVENT_FORM}"
+                )));
+            }
+            Some(v) if v.trim().is_empty() || v.chars().any(char::is_control) => {
+                return Err(ApiError::bad_request(format!(
+                    "field `{field}` must be non-empty with no control character: expected \
+                     {EVENT_FORM}"
+                )));
+            }
+            _ => {}
+        }
     }
     s.store.gate_snapshot(&key).await.map_err(ApiError::store)?;
     if !body.contains_key("id") {
@@ -848,6 +937,7 @@ async fn append_event(
     let event: Event = serde_json::from_value(Value::Object(body)).map_err(|e| {
         ApiError::bad_request(format!("not an ADK event ({e}): expected {EVENT_FORM}"))
     })?;
+    validate_external(&s, &key, &event).await?;
     let revision = s
         .store
         .append(&key, expected, event)
@@ -860,4 +950,75 @@ async fn append_event(
         .into_response();
     set_etag(&mut response, revision);
     Ok(response)
+}
+
+/// The revision of an `If-Match` value: exactly `"N"` (the ETag the server sends), nothing else.
+fn revision_of(value: &HeaderValue) -> Option<Revision> {
+    let digits = value
+        .to_str()
+        .ok()?
+        .trim()
+        .strip_prefix('"')?
+        .strip_suffix('"')?;
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok().map(Revision))
+        .flatten()
+}
+
+/// What an external writer may not append, because the session could not be used after it: a
+/// timestamp further ahead of the server's clock than [`ServeOptions::max_clock_skew`] (every
+/// later event would be refused as not increasing), and a compaction whose range is reversed or
+/// lies outside the session's events (it would hide or repeat the history).
+async fn validate_external(s: &AppState, key: &SessionKey, event: &Event) -> ApiResult<()> {
+    let limit = s.clock.now().seconds() + s.options.max_clock_skew.as_secs_f64();
+    if event.timestamp.seconds() > limit {
+        return Err(ApiError::bad_request(format!(
+            "field `timestamp` is {} s ahead of the server's clock (at most {} s allowed): \
+             expected epoch seconds, omitted to let the server stamp the event",
+            (event.timestamp.seconds() - s.clock.now().seconds()).round(),
+            s.options.max_clock_skew.as_secs()
+        )));
+    }
+    let Some(compaction) = &event.actions.compaction else {
+        return Ok(());
+    };
+    if compaction.start_timestamp > compaction.end_timestamp {
+        return Err(ApiError::bad_request(format!(
+            "field `actions.compaction`: start_timestamp {} is after end_timestamp {}: expected \
+             start <= end",
+            compaction.start_timestamp, compaction.end_timestamp
+        )));
+    }
+    let session = s.store.load(key).await.map_err(ApiError::store)?;
+    let covered = session
+        .events
+        .iter()
+        .filter(|e| e.actions.compaction.is_none())
+        .map(|e| e.timestamp);
+    let (first, last) = covered.fold(
+        (None, None),
+        |(lo, hi): (Option<Timestamp>, Option<Timestamp>), t| {
+            (
+                Some(lo.map_or(t, |l| l.min(t))),
+                Some(hi.map_or(t, |h| h.max(t))),
+            )
+        },
+    );
+    match (first, last) {
+        (Some(first), Some(last))
+            if compaction.start_timestamp >= first && compaction.end_timestamp <= last =>
+        {
+            Ok(())
+        }
+        _ => Err(ApiError::bad_request(format!(
+            "field `actions.compaction`: the range {}..{} must lie within the session's events \
+             ({}): a compaction covers events the session holds",
+            compaction.start_timestamp,
+            compaction.end_timestamp,
+            match (first, last) {
+                (Some(f), Some(l)) => format!("{f}..{l}"),
+                _ => "none yet".to_owned(),
+            }
+        ))),
+    }
 }
