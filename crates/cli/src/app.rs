@@ -153,6 +153,8 @@ enum Command {
         max_wait: f64,
         #[command(flatten)]
         access: serve::AccessArgs,
+        #[command(flatten)]
+        limits: serve::LimitArgs,
     },
     /// Show or change the settings file (zocrates_config.json).
     Config {
@@ -425,6 +427,7 @@ async fn run(cli: Cli, registry: &Registry) -> Result<(), CliError> {
             max_message_bytes,
             max_wait,
             access,
+            limits,
         } => {
             // `--db-env` wins over `--db`'s default (clap refuses both given).
             let db = Database::from_args(Some(db), db_env)?
@@ -440,6 +443,7 @@ async fn run(cli: Cli, registry: &Registry) -> Result<(), CliError> {
                 max_message_bytes,
                 max_wait_secs: max_wait,
                 access,
+                limits,
             })
             .await
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use service::http::{
-    CoordinatorConfig, GuardOptions, ServeOptions, Server, Token, select_coordinator,
+    CoordinatorConfig, GuardOptions, Limits, ServeOptions, Server, Token, select_coordinator,
     shutdown_signal,
 };
 use service::{LaneConfig, Lanes};
@@ -28,6 +28,60 @@ pub(crate) struct ServeArgs {
     pub(crate) max_message_bytes: usize,
     pub(crate) max_wait_secs: f64,
     pub(crate) access: AccessArgs,
+    pub(crate) limits: LimitArgs,
+}
+
+/// The service's timeouts and limits (see the service's `Limits`; README, operations).
+#[derive(Debug, clap::Args)]
+pub(crate) struct LimitArgs {
+    /// A request head must arrive within this, and an idle kept-alive connection closes after
+    /// it (seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    header_timeout: f64,
+    /// A request body must arrive within this (seconds; 408 after it).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    body_timeout: f64,
+    /// At most this many connections at once; more wait in the kernel's backlog.
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    max_connections: usize,
+    /// A reply event must reach a client within this (seconds); a reader that stops reading
+    /// ends its turn as a partial reply.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    write_timeout: f64,
+    /// The coordinator's first chunk, and each next one, must come within this (seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    upstream_timeout: f64,
+    /// On SIGTERM, running turns and evaluations finish within this (seconds); then what
+    /// remains is cancelled (partial replies stored) and the process exits.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    grace: f64,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> Result<Limits, CliError> {
+        let seconds = |flag: &str, v: f64| {
+            if v.is_finite() && v > 0.0 && v <= 86_400.0 {
+                Ok(Duration::from_secs_f64(v))
+            } else {
+                Err(CliError::Config(format!(
+                    "--{flag} must be a number of seconds in (0, 86400], got {v}"
+                )))
+            }
+        };
+        if self.max_connections == 0 {
+            return Err(CliError::Config(
+                "--max-connections must be at least 1".to_owned(),
+            ));
+        }
+        let upstream = seconds("upstream-timeout", self.upstream_timeout)?;
+        Ok(Limits::default()
+            .header_read(seconds("header-timeout", self.header_timeout)?)
+            .body_read(seconds("body-timeout", self.body_timeout)?)
+            .max_connections(self.max_connections)
+            .write(seconds("write-timeout", self.write_timeout)?)
+            .upstream(upstream, upstream)
+            .grace(seconds("grace", self.grace)?))
+    }
 }
 
 /// Who may reach `compaction serve` (the request guard's options; see the service's `guard`).
@@ -202,6 +256,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
         LaneConfig::default().max_wait(Duration::from_secs_f64(args.max_wait_secs)),
     );
     let (guard, token_source) = access(&args.access, args.addr)?;
+    let limits = args.limits.limits()?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| CliError::Other(format!("cannot listen on {}: {e}", args.addr)))?;
@@ -216,7 +271,9 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
         ids,
         ServeOptions::default()
             .max_message_bytes(args.max_message_bytes)
-            .guard(guard.clone()),
+            .guard(guard.clone())
+            .limits(limits.clone())
+            .shutdown_bound(limits.grace),
     );
     let preferences = watch_settings(&server, args.config.clone());
     println!(
@@ -237,8 +294,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
         Ok(())
     } else {
         Err(CliError::Other(
-            "stopped before every evaluation ended (the shutdown bound passed); nothing half-written \
-             was stored"
+            "stopped before every turn and evaluation ended (the --grace period passed): running \
+             replies were stored as partial, nothing half-written was stored"
                 .to_owned(),
         ))
     }

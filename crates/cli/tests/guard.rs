@@ -428,3 +428,45 @@ fn a_generated_token_is_printed_once_with_its_login_url() {
     );
     assert_eq!(ok.status, 200);
 }
+
+/// SIGTERM with a client stuck half-way through a request and idle connections: the process
+/// exits within its `--grace` period plus 2 s.
+#[test]
+fn sigterm_exits_within_the_grace_period_whatever_clients_do() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut server = serve(
+        dir.path(),
+        &[
+            "--grace",
+            "1",
+            "--header-timeout",
+            "60",
+            "--body-timeout",
+            "60",
+        ],
+        &[],
+    );
+    let addr = server.addr.clone();
+    let mut half = TcpStream::connect(&addr).expect("connect");
+    write!(
+        half,
+        "POST /v1/sessions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"app\""
+    )
+    .expect("send half a request");
+    let idle: Vec<TcpStream> = (0..50)
+        .map(|_| TcpStream::connect(&addr).expect("connect"))
+        .collect();
+    let started = std::time::Instant::now();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = server.child.wait().expect("wait");
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(3),
+        "exit after {took:?} ({status})"
+    );
+    drop((half, idle));
+}

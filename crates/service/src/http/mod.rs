@@ -6,6 +6,7 @@
 
 pub mod coordinator;
 pub mod guard;
+pub mod listener;
 mod page;
 mod server;
 mod settings;
@@ -16,4 +17,5 @@ pub use coordinator::{
     select_coordinator,
 };
 pub use guard::{GuardOptions, Token};
+pub use listener::Limits;
 pub use server::{DEFAULT_MAX_MESSAGE_BYTES, ServeOptions, Server, shutdown_signal};

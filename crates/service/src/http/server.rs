@@ -44,6 +44,8 @@ pub struct ServeOptions {
     pub shutdown_bound: Duration,
     /// What the request guard allows beyond loopback same-origin use (see [`super::guard`]).
     pub guard: super::guard::GuardOptions,
+    /// Timeouts and limits of connections, bodies, writes, the coordinator and shutdown.
+    pub limits: super::listener::Limits,
     /// How far ahead of the server's clock an external event's timestamp may be (default 60 s);
     /// further: 400 naming `timestamp`, since a later event of the session could never follow it.
     pub max_clock_skew: Duration,
@@ -58,6 +60,7 @@ impl Default for ServeOptions {
             shutdown_bound: Duration::from_secs(30),
             guard: super::guard::GuardOptions::default(),
             max_clock_skew: Duration::from_secs(60),
+            limits: super::listener::Limits::default(),
         }
     }
 }
@@ -66,6 +69,12 @@ impl ServeOptions {
     /// Sets [`ServeOptions::max_message_bytes`].
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = bytes;
+        self
+    }
+
+    /// Sets [`ServeOptions::limits`].
+    pub fn limits(mut self, limits: super::listener::Limits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -107,6 +116,9 @@ struct AppState {
     options: ServeOptions,
     reports: Mutex<VecDeque<Arc<LaneReport>>>,
     stopping: watch::Sender<bool>,
+    /// Raised when the shutdown's grace period has passed: running chat streams store what they
+    /// streamed as partial and end.
+    cancel: watch::Sender<bool>,
     page: Arc<super::page::Page>,
 }
 
@@ -133,6 +145,7 @@ impl Server {
                 options,
                 reports: Mutex::new(VecDeque::new()),
                 stopping,
+                cancel: watch::channel(false).0,
                 page,
             }),
         }
@@ -200,35 +213,41 @@ impl Server {
             })
     }
 
-    /// Serves on `listener` until `shutdown` completes, then stops taking turns, ends the
-    /// event streams and waits (at most [`ServeOptions::shutdown_bound`]) for running turns
-    /// and evaluations; true when they all ended in time.
+    /// Serves on `listener` (see [`super::listener`]: the connection cap, hyper's header and
+    /// idle timeouts, `TCP_NODELAY`) until `shutdown` completes; then stops taking turns, ends
+    /// the event streams, lets running turns and evaluations finish within
+    /// [`super::listener::Limits::grace`] (evaluations also within
+    /// [`ServeOptions::shutdown_bound`]), and cancels what remains: chat streams store what they
+    /// streamed as partial, and no compaction is half-written (its append is one transaction).
+    /// True when everything ended by itself in time.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<bool> {
         let state = self.state.clone();
-        let stop = async move {
+        tokio::spawn(async move {
             shutdown.await;
             state.stopping.send_replace(true);
-        };
-        let router = self.guarded_router(listener.local_addr().ok());
-        // Small SSE writes go out at once: without TCP_NODELAY, Nagle's algorithm holds a
-        // delta on a kept-alive connection until the client's delayed ACK (~40 ms).
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::warn!("could not set TCP_NODELAY on an accepted connection: {e}");
-            }
         });
-        axum::serve(listener, router)
-            .with_graceful_shutdown(stop)
-            .await?;
-        Ok(self
-            .state
-            .lanes
-            .shutdown(self.state.options.shutdown_bound)
-            .await)
+        let router = self.guarded_router(listener.local_addr().ok());
+        let limits = self.state.options.limits.clone();
+        let mut stopping = self.state.stopping.subscribe();
+        let connections = super::listener::serve(
+            listener,
+            router,
+            &limits,
+            self.state.stopping.subscribe(),
+            &self.state.cancel,
+        );
+        let stop_started = async {
+            let _ = stopping.wait_for(|s| *s).await.map(|_| ());
+            tokio::time::Instant::now()
+        };
+        let (drained, started) = tokio::join!(connections, stop_started);
+        let left = limits.grace.saturating_sub(started.elapsed());
+        let bound = left.min(self.state.options.shutdown_bound);
+        Ok(self.state.lanes.shutdown(bound).await && drained)
     }
 }
 
@@ -314,9 +333,24 @@ impl IntoResponse for ApiError {
 
 type ApiResult<T> = Result<T, ApiError>;
 
-/// The request body as a JSON object, read up to `limit` bytes (413 beyond).
-async fn json_object(body: Body, limit: usize, expected: &str) -> ApiResult<Map<String, Value>> {
-    let bytes: Bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
+/// The request body as a JSON object, read up to `limit` bytes (413 beyond) within the body
+/// timeout (408 after it).
+async fn json_object(
+    s: &AppState,
+    body: Body,
+    limit: usize,
+    expected: &str,
+) -> ApiResult<Map<String, Value>> {
+    let timeout = s.options.limits.body_read;
+    let read = tokio::time::timeout(timeout, axum::body::to_bytes(body, limit))
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("the request body did not arrive within {timeout:?}"),
+            )
+        })?;
+    let bytes: Bytes = read.map_err(|_| {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("request body over {limit} bytes"),
@@ -387,7 +421,7 @@ async fn readyz(State(s): State<Arc<AppState>>) -> Response {
 const CREATE_FORM: &str = r#"{"app": "<app>", "user": "<user>", "id": "<session id>"}"#;
 
 async fn create_session(State(s): State<Arc<AppState>>, body: Body) -> ApiResult<Response> {
-    let body = json_object(body, 64 * 1024, CREATE_FORM).await?;
+    let body = json_object(&s, body, 64 * 1024, CREATE_FORM).await?;
     let field = |name: &str| -> ApiResult<String> {
         match string_field(&body, name, CREATE_FORM)? {
             Some(v) if valid_key_part(v) => Ok(v.to_owned()),
@@ -516,7 +550,7 @@ async fn chat(
 ) -> ApiResult<Response> {
     let limit = s.options.max_message_bytes;
     // The envelope around the message may add a little: the message itself is checked below.
-    let body = json_object(body, limit.saturating_add(64 * 1024), CHAT_FORM).await?;
+    let body = json_object(&s, body, limit.saturating_add(64 * 1024), CHAT_FORM).await?;
     let message = match string_field(&body, "message", CHAT_FORM)? {
         Some(m) if m.len() > limit => {
             return Err(ApiError::new(
@@ -578,11 +612,20 @@ async fn chat(
     append_latest(&s, &key, events.user_query(&invocation, &message))
         .await
         .map_err(ApiError::store)?;
-    let upstream = s
-        .coordinator
-        .stream(&request)
-        .instrument(span.clone())
-        .await;
+    let limits = s.options.limits.clone();
+    let upstream = tokio::time::timeout(
+        limits.upstream_first_byte,
+        s.coordinator.stream(&request).instrument(span.clone()),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        Err(format!(
+            "no answer from the coordinator within {:?}",
+            limits.upstream_first_byte
+        )
+        .into())
+    });
+    let mut cancel = s.cancel.subscribe();
 
     let (tx, rx) = mpsc::channel::<SseEvent>(32);
     let (closed_tx, closed_rx) = oneshot::channel();
@@ -599,30 +642,50 @@ async fn chat(
         };
         let mut text = String::new();
         let mut usage = None;
+        let mut first = true;
         loop {
+            let wait = if first {
+                limits.upstream_first_byte
+            } else {
+                limits.upstream_between_chunks
+            };
             tokio::select! {
                 () = tx.closed() => {
                     client_gone(&state, &events, &key, &invocation, &text).await;
                     return;
                 }
-                item = upstream.recv() => match item {
-                    Some(Ok(ReplyChunk::Delta(delta))) => {
+                () = async { let _ = cancel.wait_for(|c| *c).await; } => {
+                    // The shutdown's grace period passed: what streamed is kept as partial.
+                    client_gone(&state, &events, &key, &invocation, &text).await;
+                    return;
+                }
+                item = tokio::time::timeout(wait, upstream.recv()) => match item {
+                    Err(_) => {
+                        let message = format!("no chunk from the coordinator within {wait:?}");
+                        upstream_failed(&state, &events, &key, &invocation, &tx, &message).await;
+                        return;
+                    }
+                    Ok(Some(Ok(ReplyChunk::Delta(delta)))) => {
+                        first = false;
                         text.push_str(&delta);
                         let event = SseEvent::default().event("delta").data(delta);
-                        if tx.send(event).await.is_err() {
+                        // A reader that stops reading fills the channel: after the write
+                        // timeout the turn ends as a partial reply and the lane is freed.
+                        let sent = tokio::time::timeout(limits.write, tx.send(event)).await;
+                        if !matches!(sent, Ok(Ok(()))) {
                             client_gone(&state, &events, &key, &invocation, &text).await;
                             return;
                         }
                     }
-                    Some(Ok(ReplyChunk::Usage { prompt_tokens, completion_tokens })) => {
+                    Ok(Some(Ok(ReplyChunk::Usage { prompt_tokens, completion_tokens }))) => {
                         usage = Some((prompt_tokens, completion_tokens));
                     }
-                    Some(Err(e)) => {
+                    Ok(Some(Err(e))) => {
                         upstream_failed(&state, &events, &key, &invocation, &tx, &e.to_string())
                             .await;
                         return;
                     }
-                    None => break,
+                    Ok(None) => break,
                 }
             }
         }
@@ -904,7 +967,7 @@ async fn append_event(
             String::from_utf8_lossy(if_match.as_bytes())
         ))
     })?;
-    let mut body = json_object(body, s.options.max_message_bytes, EVENT_FORM).await?;
+    let mut body = json_object(&s, body, s.options.max_message_bytes, EVENT_FORM).await?;
     for field in ["author", "id", "invocation_id"] {
         match string_field(&body, field, EVENT_FORM)? {
             None if field == "author" => {
