@@ -1,9 +1,12 @@
 //! Damage detection and the reading connection.
 //!
-//! A writing store runs SQLite's `PRAGMA quick_check` when it opens a file, before its first
-//! write, so a damaged file is refused ([`SessionStoreError::Damaged`]) instead of being
-//! appended to. `quick_check` reads every page once (its cost grows with the file, see
-//! docs/BENCHMARKS.md) and reports at most [`MAX_REPORTED`] problems. [`check_integrity`] runs
+//! A writing store checks a file before its first write, so a damaged file is refused
+//! ([`SessionStoreError::Damaged`]) instead of being appended to. SQLite's `PRAGMA quick_check`
+//! reads every page once (its cost grows with the file, see docs/BENCHMARKS.md) and reports at
+//! most [`MAX_REPORTED`] problems; the default, [`IntegrityCheck::Unchanged`], runs it only when
+//! the file changed since this store last closed it or the last check is older than a day
+//! (`crate::stamp` says how and what that cannot see), so the post-turn hook's cost does not
+//! grow with the file. [`check_integrity`] runs
 //! the full `PRAGMA integrity_check` (which also checks every index against its table) for
 //! `compaction inspect --check`.
 //!
@@ -21,28 +24,45 @@ use crate::SessionStoreError;
 pub const MAX_REPORTED: usize = 3;
 
 /// Which of SQLite's checks a store runs when it opens a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum IntegrityCheck {
     /// No check (for callers that checked the file themselves).
     Skip,
-    /// `PRAGMA quick_check`: every page and b-tree, not the indexes' contents (the default for
-    /// a writing store).
-    #[default]
+    /// `PRAGMA quick_check`: every page and b-tree, not the indexes' contents.
     Quick,
+    /// [`IntegrityCheck::Quick`] unless the file is exactly as this store left it when its last
+    /// writing connection closed (size and modification time, no `-wal` file) and its last
+    /// whole-file check is younger than `max_age` (the default for a writing store, with a day).
+    Unchanged {
+        /// How old the last whole-file check may be.
+        max_age: Duration,
+    },
     /// `PRAGMA integrity_check`: [`IntegrityCheck::Quick`] plus every index against its table.
     Full,
+}
+
+impl Default for IntegrityCheck {
+    fn default() -> Self {
+        IntegrityCheck::Unchanged {
+            max_age: Duration::from_secs(24 * 3600),
+        }
+    }
 }
 
 impl IntegrityCheck {
     fn pragma(self) -> Option<&'static str> {
         match self {
             IntegrityCheck::Skip => None,
-            IntegrityCheck::Quick => Some("quick_check"),
+            IntegrityCheck::Quick | IntegrityCheck::Unchanged { .. } => Some("quick_check"),
             IntegrityCheck::Full => Some("integrity_check"),
         }
     }
 }
+
+/// What [`verify`] did: when the file was last checked whole (now, or as the stamp recorded),
+/// or `None` when no check ran or was vouched for.
+pub(crate) type LastCheck = Option<f64>;
 
 /// Runs `check` on `conn`; a damaged file is [`SessionStoreError::Damaged`] naming `path`, the
 /// check and what it found.
@@ -51,10 +71,20 @@ pub(crate) fn verify(
     path: &Path,
     check: IntegrityCheck,
     timeout: Duration,
-) -> Result<(), SessionStoreError> {
+) -> Result<LastCheck, SessionStoreError> {
+    conn.pragma_update(None, "cell_size_check", "ON")
+        .map_err(|e| {
+            SessionStoreError::sqlite(path, timeout, || "setting cell_size_check".to_owned(), e)
+        })?;
+    if let IntegrityCheck::Unchanged { max_age } = check
+        && let Some(checked_at) = crate::stamp::unchanged_since_check(path, max_age)
+    {
+        return Ok(Some(checked_at));
+    }
     let Some(pragma) = check.pragma() else {
-        return Ok(());
+        return Ok(None);
     };
+    let started = crate::stamp::now();
     let damaged = |report: String| SessionStoreError::Damaged {
         path: path.to_owned(),
         check: pragma,
@@ -64,7 +94,7 @@ pub(crate) fn verify(
         .prepare(&format!("PRAGMA {pragma}({MAX_REPORTED})"))
         .and_then(|mut stmt| stmt.query_map([], |row| row.get::<_, String>(0))?.collect());
     match rows {
-        Ok(rows) if rows.len() == 1 && rows[0] == "ok" => Ok(()),
+        Ok(rows) if rows.len() == 1 && rows[0] == "ok" => Ok(Some(started)),
         Ok(rows) => Err(damaged(rows.join("; "))),
         Err(e)
             if matches!(
@@ -116,5 +146,5 @@ pub fn check_integrity(path: impl AsRef<Path>) -> Result<(), SessionStoreError> 
     let conn = read_connection(path, timeout).map_err(|e| {
         SessionStoreError::sqlite(path, timeout, || "opening the database".to_owned(), e)
     })?;
-    verify(&conn, path, IntegrityCheck::Full, timeout)
+    verify(&conn, path, IntegrityCheck::Full, timeout).map(|_| ())
 }
