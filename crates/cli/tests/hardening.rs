@@ -613,7 +613,9 @@ fn damage_in_pages_a_run_does_not_read_is_found_by_the_full_check() {
     let (dir, db) = native_db(120);
     let stamp = dir.path().join("sessions.db-compaction-check");
     assert!(stamp.exists(), "a clean writing run leaves the check stamp");
-    let modified = std::fs::metadata(&db).and_then(|m| m.modified()).expect("mtime");
+    let modified = std::fs::metadata(&db)
+        .and_then(|m| m.modified())
+        .expect("mtime");
     damage_middle_page(&db);
     std::fs::File::options()
         .write(true)
@@ -623,7 +625,9 @@ fn damage_in_pages_a_run_does_not_read_is_found_by_the_full_check() {
     let out = replay_into(dir.path(), &db, "second", 3);
     assert_success(&out);
     let inspect = compaction()
-        .args(["inspect", "--check", "--app", "zocrates", "--user", "replay"])
+        .args([
+            "inspect", "--check", "--app", "zocrates", "--user", "replay",
+        ])
         .args(["--session", "second", "--db"])
         .arg(&db)
         .output()
@@ -631,4 +635,60 @@ fn damage_in_pages_a_run_does_not_read_is_found_by_the_full_check() {
     assert_eq!(inspect.status.code(), Some(4));
     let stderr = String::from_utf8_lossy(&inspect.stderr);
     assert!(stderr.contains("integrity_check"), "{stderr}");
+}
+
+/// Issue 29 item 4: `inspect` reads a WAL database that another user owns in a directory it
+/// cannot write (an operator inspecting the service's database, a backup volume): it runs as
+/// uid 65534 through `setpriv`, creates nothing, and shows the session; with a `-wal` file
+/// beside it (a writer at work) it refuses, saying why. Needs root to change uid: elsewhere it
+/// prints SKIPPED, under `CI=true` (root) it runs.
+#[test]
+fn inspect_reads_another_users_database_in_a_read_only_directory() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let test = "inspect_reads_another_users_database_in_a_read_only_directory";
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    if !root {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{test} needs root under CI=true"
+        );
+        eprintln!("SKIPPED {test}: changing to another uid needs root");
+        return;
+    }
+    let (dir, db) = native_db(10);
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).expect("mkdir");
+    let copy = ro.join("sessions.db");
+    std::fs::copy(&db, &copy).expect("copy");
+    let mode = |p: &Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).expect("chmod")
+    };
+    mode(&copy, 0o444);
+    mode(&ro, 0o555);
+    mode(dir.path(), 0o755);
+    let inspect = || {
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_compaction"))
+            .args(["inspect", "--app", "zocrates", "--user", "replay"])
+            .args(["--session", "first", "--db"])
+            .arg(&copy)
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .output()
+            .expect("run inspect as uid 65534")
+    };
+    let out = inspect();
+    assert_success(&out);
+    assert_eq!(files_like(&ro, "sessions.db"), ["sessions.db"], "nothing created");
+    // A writer's -wal beside it: refused, naming why.
+    mode(&ro, 0o755);
+    std::fs::write(ro.join("sessions.db-wal"), b"not empty").expect("wal");
+    mode(&ro, 0o555);
+    let out = inspect();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("being written"), "{stderr}");
 }

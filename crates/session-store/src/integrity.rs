@@ -120,6 +120,13 @@ pub(crate) fn verify(
 /// purpose: SQLite lets only a connection that may write delete the `-wal` and `-shm` files
 /// when it closes last, so a read-only open of a WAL database would leave them behind. SQLite
 /// opens a write-protected file read-only by itself.
+///
+/// A WAL file that this user may not write beside (a read-only directory, another user's
+/// database, a backup volume) cannot get the `-shm` file SQLite's WAL reader needs. Then, when no
+/// `-wal` file is beside it (no writer is open and none left changes behind), it is opened
+/// `immutable`: SQLite reads the file as it is, creating nothing. With a `-wal` file beside it the
+/// file is being written, or a writer died with changes only there; reading it without that
+/// writer's shared memory could show a torn view, so it is refused, saying so.
 pub(crate) fn read_connection(path: &Path, timeout: Duration) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
@@ -127,7 +134,60 @@ pub(crate) fn read_connection(path: &Path, timeout: Duration) -> rusqlite::Resul
     )?;
     conn.busy_timeout(timeout)?;
     conn.pragma_update(None, "query_only", "ON")?;
-    Ok(conn)
+    match conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())) {
+        Err(e) if cannot_write_beside(&e) => {
+            drop(conn);
+            immutable_connection(path, e)
+        }
+        _ => Ok(conn),
+    }
+}
+
+/// The errors of a WAL reader that may not create or write the `-shm` file.
+fn cannot_write_beside(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied)
+    )
+}
+
+/// `path` opened read-only and `immutable` (creating nothing), when no `-wal` file is beside
+/// it; otherwise `refused` with the reason added.
+fn immutable_connection(path: &Path, refused: rusqlite::Error) -> rusqlite::Result<Connection> {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    if std::fs::metadata(std::path::PathBuf::from(wal)).is_ok_and(|m| m.len() > 0) {
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
+            Some(format!(
+                "{refused}: the database is being written (a -wal file is beside it) and this \
+                 user cannot create its -shm file; read it as the writer's user, or copy the \
+                 file with its -wal file to a directory you can write"
+            )),
+        ));
+    }
+    let uri = format!("file:{}?mode=ro&immutable=1", uri_path(path));
+    Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+}
+
+/// `path` for a `file:` URI: absolute, with `%`, `?` and `#` escaped.
+fn uri_path(path: &Path) -> String {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = String::new();
+    for c in absolute.to_string_lossy().chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Runs SQLite's full `PRAGMA integrity_check` on the database at `path`, read-only. `Ok` means
