@@ -643,6 +643,7 @@ fn damage_in_pages_a_run_does_not_read_is_found_by_the_full_check() {
 /// beside it (a writer at work) it refuses, saying why. Needs root to change uid: elsewhere it
 /// prints SKIPPED, under `CI=true` (root) it runs.
 #[test]
+#[allow(clippy::print_stderr)]
 fn inspect_reads_another_users_database_in_a_read_only_directory() {
     use std::os::unix::fs::PermissionsExt as _;
     let test = "inspect_reads_another_users_database_in_a_read_only_directory";
