@@ -683,7 +683,11 @@ fn inspect_reads_another_users_database_in_a_read_only_directory() {
     };
     let out = inspect();
     assert_success(&out);
-    assert_eq!(files_like(&ro, "sessions.db"), ["sessions.db"], "nothing created");
+    assert_eq!(
+        files_like(&ro, "sessions.db"),
+        ["sessions.db"],
+        "nothing created"
+    );
     // A writer's -wal beside it: refused, naming why.
     mode(&ro, 0o755);
     std::fs::write(ro.join("sessions.db-wal"), b"not empty").expect("wal");

@@ -282,3 +282,36 @@ async fn a_turn_left_open_by_a_crash_is_closed_before_the_next_turn() {
     assert_eq!(done(&turn)["turn"], 1, "the interrupted turn never counts");
     assert!(rig.stop().await);
 }
+
+/// The refusals that used to come from the framework with a text body (a path that does not
+/// decode) and the size limits of the request target and headers carry the JSON shape too.
+#[tokio::test]
+async fn framework_refusals_and_size_limits_have_the_json_shape() {
+    let rig = rig().await;
+    let long = "x".repeat(9 * 1024);
+    let cases = [
+        (format!("{}/v1/sessions/a/%FF%FE/s", rig.base), None, 400),
+        (format!("{}/v1/sessions/a/u/{long}", rig.base), None, 414),
+        (
+            format!("{}/healthz", rig.base),
+            Some("y".repeat(40 * 1024)),
+            431,
+        ),
+    ];
+    for (url, big_header, status) in cases {
+        let mut request = rig.http.get(&url);
+        if let Some(value) = big_header {
+            request = request.header("x-padding", value);
+        }
+        let r = request.send().await.expect("send");
+        assert_eq!(r.status().as_u16(), status, "{}", &url[..url.len().min(80)]);
+        let body: Value = r.json().await.expect("a JSON error body");
+        assert_eq!(body["error"]["status"], status);
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
+        );
+    }
+    assert!(rig.stop().await);
+}

@@ -10,6 +10,7 @@ pub mod listener;
 mod page;
 mod server;
 mod settings;
+mod shape;
 
 pub use coordinator::{
     ChatMessage, Coordinator, CoordinatorConfig, CoordinatorConfigError, CoordinatorRequest,

@@ -184,10 +184,13 @@ impl Server {
             self.state.options.guard.clone(),
             bound,
         ));
-        self.routes().layer(axum::middleware::from_fn_with_state(
-            guard,
-            super::guard::guard,
-        ))
+        // The guard runs first (outermost); the error shape applies to what the routes answer.
+        self.routes()
+            .layer(axum::middleware::from_fn(super::shape::json_errors))
+            .layer(axum::middleware::from_fn_with_state(
+                guard,
+                super::guard::guard,
+            ))
     }
 
     fn routes(&self) -> Router {
