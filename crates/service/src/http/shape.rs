@@ -13,9 +13,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 /// The longest request target served, in bytes.
-pub const MAX_URI_BYTES: usize = 8 * 1024;
+pub(crate) const MAX_URI_BYTES: usize = 8 * 1024;
 /// The most header bytes (names and values) served.
-pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+pub(crate) const MAX_HEADER_BYTES: usize = 32 * 1024;
 /// The most of a non-JSON error body kept as the message.
 const MAX_MESSAGE_BYTES: usize = 4 * 1024;
 
