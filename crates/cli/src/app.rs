@@ -75,7 +75,8 @@ enum Command {
         #[command(flatten)]
         run: RunArgs,
         /// The session database: an existing native or Google ADK SQLite file, or a PostgreSQL
-        /// URL postgres://user@host:port/dbname holding the native store.
+        /// URL postgres://user@host:port/dbname holding the native store or Google ADK's
+        /// DatabaseSessionService tables (operated on in place).
         #[arg(long, value_name = "PATH|URL", value_parser = crate::database::parse_db, required_unless_present = "db_env")]
         db: Option<DbArg>,
         /// Read the PostgreSQL URL from the environment variable VAR (for a URL that holds a

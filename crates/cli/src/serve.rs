@@ -240,7 +240,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
     });
     let opened = crate::database::Store::open(&args.db).await?;
     let store = opened.port();
-    let (telemetry, guard, _) = wiring::telemetry(args.otlp)?;
+    let (telemetry, guard, span_config) = wiring::telemetry(args.otlp)?;
     crate::init_logging(guard.as_ref());
     let clock = Arc::new(SystemClock::default());
     let ids = Arc::new(ProcessIds::default());
@@ -273,6 +273,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
             .max_message_bytes(args.max_message_bytes)
             .guard(guard.clone())
             .limits(limits.clone())
+            .hide(span_config.hide_inputs, span_config.hide_outputs)
             .shutdown_bound(limits.grace),
     );
     let preferences = watch_settings(&server, args.config.clone());

@@ -46,6 +46,11 @@ pub struct ServeOptions {
     pub guard: super::guard::GuardOptions,
     /// Timeouts and limits of connections, bodies, writes, the coordinator and shutdown.
     pub limits: super::listener::Limits,
+    /// The turn span shows `__REDACTED__` instead of the user's message (OpenInference's
+    /// `OPENINFERENCE_HIDE_INPUTS`; the host reads it).
+    pub hide_inputs: bool,
+    /// The turn span shows `__REDACTED__` instead of the reply (`OPENINFERENCE_HIDE_OUTPUTS`).
+    pub hide_outputs: bool,
     /// How far ahead of the server's clock an external event's timestamp may be (default 60 s);
     /// further: 400 naming `timestamp`, since a later event of the session could never follow it.
     pub max_clock_skew: Duration,
@@ -61,6 +66,8 @@ impl Default for ServeOptions {
             guard: super::guard::GuardOptions::default(),
             max_clock_skew: Duration::from_secs(60),
             limits: super::listener::Limits::default(),
+            hide_inputs: false,
+            hide_outputs: false,
         }
     }
 }
@@ -75,6 +82,13 @@ impl ServeOptions {
     /// Sets [`ServeOptions::limits`].
     pub fn limits(mut self, limits: super::listener::Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Sets [`ServeOptions::hide_inputs`] and [`ServeOptions::hide_outputs`].
+    pub fn hide(mut self, inputs: bool, outputs: bool) -> Self {
+        self.hide_inputs = inputs;
+        self.hide_outputs = outputs;
         self
     }
 
@@ -584,15 +598,33 @@ async fn chat(
     let key = route_key(app, user, id)?;
     s.store.gate_snapshot(&key).await.map_err(ApiError::store)?;
     let invocation = s.ids.next_id();
+    // Phoenix treats `session.id` as unique in the whole instance: the key's three parts, so
+    // that two users' (or apps') sessions of the same id stay two sessions.
     let span = tracing::info_span!(
         "coordinator_turn",
         otel.name = "coordinator_turn",
         openinference.span.kind = "CHAIN",
-        session.id = %key.session_id,
+        session.id = %key,
+        compaction.session_id = %key.session_id,
         user.id = %key.user_id,
         compaction.app = %key.app_name,
         invocation.id = %invocation,
+        input.value = tracing::field::Empty,
+        input.mime_type = tracing::field::Empty,
+        output.value = tracing::field::Empty,
+        output.mime_type = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
     );
+    if s.options.hide_inputs {
+        span.record("input.value", REDACTED);
+    } else {
+        span.record(
+            "input.value",
+            compaction_core::scrub::scrub(&message).as_ref(),
+        );
+        span.record("input.mime_type", "text/plain");
+    }
     let turn = s
         .lanes
         .begin(&key, invocation.clone())
@@ -717,6 +749,7 @@ async fn chat(
                 .await;
             return;
         }
+        record_reply(&state, &tracing::Span::current(), &text);
         let turn_number = turn_number(&state, &key).await;
         let done = json!({
             "turn": turn_number,
@@ -765,12 +798,32 @@ async fn upstream_failed(
     message: &str,
 ) {
     tracing::warn!(%key, "coordinator failed: {message}");
+    let span = tracing::Span::current();
+    span.record("otel.status_code", "ERROR");
+    span.record(
+        "otel.status_description",
+        compaction_core::scrub::scrub(&format!("coordinator failed: {message}")).as_ref(),
+    );
     let event = events.error(invocation, "UPSTREAM_ERROR", message);
     let stored = append_latest(state, key, event).await.is_ok();
     let data = json!({ "message": format!("coordinator failed: {message}"), "stored": stored });
     let _ = tx
         .send(SseEvent::default().event("error").data(data.to_string()))
         .await;
+}
+
+/// What a hidden input or output shows (OpenInference's convention).
+const REDACTED: &str = "__REDACTED__";
+
+/// The turn span's `output.value` (the reply, scrubbed, or redacted) and status OK.
+fn record_reply(state: &AppState, span: &tracing::Span, text: &str) {
+    if state.options.hide_outputs {
+        span.record("output.value", REDACTED);
+    } else {
+        span.record("output.value", compaction_core::scrub::scrub(text).as_ref());
+        span.record("output.mime_type", "text/plain");
+    }
+    span.record("otel.status_code", "OK");
 }
 
 /// The client went away mid-stream: what was streamed is stored as a partial reply.
