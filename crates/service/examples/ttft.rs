@@ -124,16 +124,18 @@ fn rss_kib(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-async fn run(args: &Args, enabled: bool) -> Result<Run, Box<dyn std::error::Error>> {
+type Failure = Box<dyn std::error::Error>;
+
+/// The reference server over a SQLite file in a new temporary directory (returned: keep it),
+/// with the stand-in models: the decision model after `--probe-ms`, the offline summarizer
+/// after `summarize` more, the coordinator's first token after `--first-token-ms`.
+fn bench_server(
+    args: &Args,
+    settings: Settings,
+    summarize: Duration,
+) -> Result<(Server, tempfile::TempDir), Failure> {
     let dir = tempfile::tempdir()?;
     let store = Arc::new(SqliteStore::open(dir.path().join("sessions.db"))?);
-    let settings = Settings {
-        enable_adaptive_compaction: enabled,
-        adaptive_compaction_min_turns: 4,
-        adaptive_compaction_retention_turns: 2,
-        adaptive_compaction_token_floor: 50,
-        ..Settings::default()
-    };
     let offline = summarizer::build_summarizer(
         &settings.clone().effective()?,
         &summarizer::SummarizerConfig::default(),
@@ -145,17 +147,16 @@ async fn run(args: &Args, enabled: bool) -> Result<Run, Box<dyn std::error::Erro
     );
     let engine = Engine::builder(
         Arc::new(SlowDecision(args.probe)),
-        Arc::new(SlowSummarizer(args.summarize, offline.summarizer)),
+        Arc::new(SlowSummarizer(summarize, offline.summarizer)),
         store.clone(),
         clock.clone(),
         ids.clone(),
     )
     .settings(settings)
     .build()?;
-    let lanes = Lanes::new(Arc::new(engine), LaneConfig::default());
     let server = Server::new(
         store,
-        lanes,
+        Lanes::new(Arc::new(engine), LaneConfig::default()),
         SelectedCoordinator {
             coordinator: Arc::new(OfflineCoordinator::with_first_token_delay(args.first_token)),
             reason: "offline stand-in".into(),
@@ -164,6 +165,18 @@ async fn run(args: &Args, enabled: bool) -> Result<Run, Box<dyn std::error::Erro
         ids,
         ServeOptions::default(),
     );
+    Ok((server, dir))
+}
+
+async fn run(args: &Args, enabled: bool) -> Result<Run, Failure> {
+    let settings = Settings {
+        enable_adaptive_compaction: enabled,
+        adaptive_compaction_min_turns: 4,
+        adaptive_compaction_retention_turns: 2,
+        adaptive_compaction_token_floor: 50,
+        ..Settings::default()
+    };
+    let (server, _dir) = bench_server(args, settings, args.summarize)?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -273,46 +286,12 @@ fn pct(v: &[Duration], p: f64) -> f64 {
 
 /// One `keepalive` variant: the latency of the first `data:` after the stand-in's delay, per
 /// turn, on a kept-alive connection (`fresh` false) or a new one per turn.
-async fn first_data(
-    args: &Args,
-    nodelay: bool,
-    fresh: bool,
-) -> Result<Vec<Duration>, Box<dyn std::error::Error>> {
-    let dir = tempfile::tempdir()?;
-    let store = Arc::new(SqliteStore::open(dir.path().join("sessions.db"))?);
+async fn first_data(args: &Args, nodelay: bool, fresh: bool) -> Result<Vec<Duration>, Failure> {
     let settings = Settings {
         enable_adaptive_compaction: false,
         ..Settings::default()
     };
-    let offline = summarizer::build_summarizer(
-        &settings.clone().effective()?,
-        &summarizer::SummarizerConfig::default(),
-        |_| None,
-    )?;
-    let (clock, ids) = (
-        Arc::new(SystemClock::default()),
-        Arc::new(ProcessIds::default()),
-    );
-    let engine = Engine::builder(
-        Arc::new(SlowDecision(args.probe)),
-        offline.summarizer,
-        store.clone(),
-        clock.clone(),
-        ids.clone(),
-    )
-    .settings(settings)
-    .build()?;
-    let server = Server::new(
-        store,
-        Lanes::new(Arc::new(engine), LaneConfig::default()),
-        SelectedCoordinator {
-            coordinator: Arc::new(OfflineCoordinator::with_first_token_delay(args.first_token)),
-            reason: "offline stand-in".into(),
-        },
-        clock,
-        ids,
-        ServeOptions::default(),
-    );
+    let (server, _dir) = bench_server(args, settings, Duration::ZERO)?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -382,7 +361,7 @@ async fn first_data(
     Ok(latencies)
 }
 
-async fn keepalive(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+async fn keepalive(args: &Args) -> Result<(), Failure> {
     println!(
         "first data: after the stand-in's {} ms first-token delay, {} turns each (ms)",
         args.first_token.as_millis(),
