@@ -292,7 +292,7 @@ pub async fn shutdown_signal() {
 
 /// An error answer: `{"error": {"status": 400, "message": "..."}}`.
 #[derive(Debug)]
-struct ApiError {
+pub(super) struct ApiError {
     status: StatusCode,
     message: String,
 }
@@ -482,7 +482,7 @@ fn valid_key_part(v: &str) -> bool {
 }
 
 /// The session key of a route, refused with 400 when a part is not [`valid_key_part`].
-fn route_key(app: String, user: String, id: String) -> ApiResult<SessionKey> {
+pub(super) fn route_key(app: String, user: String, id: String) -> ApiResult<SessionKey> {
     for (name, part) in [("app", &app), ("user", &user), ("id", &id)] {
         if !valid_key_part(part) {
             return Err(ApiError::bad_request(format!(
