@@ -250,3 +250,103 @@ async fn shutdown_ends_within_its_grace_period_whatever_a_client_does() {
     );
     drop((half, idle));
 }
+
+/// Floods for a question that says "flood", never answers one that says "stall", and answers
+/// the rest as the offline stand-in does.
+struct Mixed {
+    held: Mutex<Vec<mpsc::Sender<Result<ReplyChunk, AdapterError>>>>,
+}
+
+#[async_trait]
+impl Coordinator for Mixed {
+    fn info(&self) -> ModelInfo {
+        ModelInfo::new("test", "local", "mixed")
+    }
+    async fn stream(&self, request: &CoordinatorRequest) -> Result<ReplyStream, AdapterError> {
+        let last = request
+            .messages
+            .last()
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
+        if last.contains("flood") {
+            Floods.stream(request).await
+        } else if last.contains("stall") {
+            let (tx, rx) = mpsc::channel(1);
+            self.held.lock().unwrap().push(tx);
+            Ok(rx)
+        } else {
+            OfflineCoordinator::default().stream(request).await
+        }
+    }
+}
+
+/// SIGTERM's bound holds with a reader that never reads and a coordinator that never answers
+/// (long write and upstream timeouts, so only the grace period can end them): the server stops
+/// within the grace period plus 2 s, and each cut turn is stored as a partial reply.
+#[tokio::test(flavor = "multi_thread")]
+async fn shutdown_cancels_stuck_readers_and_stalled_upstreams_within_its_grace_period() {
+    let long = Duration::from_secs(120);
+    let rig = rig(
+        Arc::new(Mixed {
+            held: Mutex::new(Vec::new()),
+        }),
+        limits().write(long).upstream(long, long),
+    )
+    .await;
+    let (flood, stall) = (rig.create("flood").await, rig.create("stall").await);
+    let addr = addr(&rig);
+    let body = r#"{"message": "flood me"}"#;
+    let mut stuck = TcpStream::connect(&addr).expect("connect");
+    write!(
+        stuck,
+        "POST /v1/sessions/app/user/flood/chat HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let stalled = rig
+        .http
+        .post(rig.url(&stall, "/chat"))
+        .json(&serde_json::json!({"message": "stall please"}))
+        .send()
+        .await
+        .expect("the stream starts");
+    assert_eq!(stalled.status(), StatusCode::OK);
+    let store = rig.store.clone();
+    // Both questions are stored before the server is told to stop.
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let mut asked = 0;
+            for key in [&flood, &stall] {
+                let s = compaction_core::SessionStore::load(store.as_ref(), key)
+                    .await
+                    .expect("load");
+                asked += usize::from(!s.events.is_empty());
+            }
+            if asked == 2 {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("both turns started");
+    let started = Instant::now();
+    let _ = rig.stop().await;
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(500) + Duration::from_secs(2),
+        "{took:?}"
+    );
+    for key in [&flood, &stall] {
+        let session = compaction_core::SessionStore::load(store.as_ref(), key)
+            .await
+            .expect("load");
+        assert_eq!(
+            session.events.len(),
+            2,
+            "{key}: the question and a partial reply"
+        );
+        assert_eq!(session.events[1].partial, Some(true), "{key}");
+    }
+    drop((stuck, stalled));
+}

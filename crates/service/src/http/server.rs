@@ -706,8 +706,14 @@ async fn chat(
                         let event = SseEvent::default().event("delta").data(delta);
                         // A reader that stops reading fills the channel: after the write
                         // timeout the turn ends as a partial reply and the lane is freed.
-                        let sent = tokio::time::timeout(limits.write, tx.send(event)).await;
-                        if !matches!(sent, Ok(Ok(()))) {
+                        // The shutdown's cancel ends a write that waits on such a reader too.
+                        let sent = tokio::select! {
+                            sent = tokio::time::timeout(limits.write, tx.send(event)) => {
+                                matches!(sent, Ok(Ok(())))
+                            }
+                            () = async { let _ = cancel.wait_for(|c| *c).await; } => false,
+                        };
+                        if !sent {
                             client_gone(&state, &events, &key, &invocation, &text).await;
                             return;
                         }
