@@ -26,7 +26,6 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 /// The cookie the login URL sets.
 pub const TOKEN_COOKIE: &str = "compaction_token";
@@ -162,8 +161,7 @@ fn host_of(authority: &str) -> &str {
 }
 
 fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
-    let body = json!({ "error": { "status": status.as_u16(), "message": message.into() } });
-    (status, axum::Json(body)).into_response()
+    super::shape::error(status, message)
 }
 
 /// The request's host: its `Host` header, else the URI's authority (HTTP/2).

@@ -343,8 +343,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({ "error": { "status": self.status.as_u16(), "message": self.message } });
-        (self.status, axum::Json(body)).into_response()
+        super::shape::error(self.status, self.message)
     }
 }
 

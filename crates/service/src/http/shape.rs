@@ -19,9 +19,13 @@ pub(crate) const MAX_HEADER_BYTES: usize = 32 * 1024;
 /// The most of a non-JSON error body kept as the message.
 const MAX_MESSAGE_BYTES: usize = 4 * 1024;
 
-fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    let body = json!({ "error": { "status": status.as_u16(), "message": message.into() } });
-    (status, axum::Json(body)).into_response()
+/// The service's one error answer: `{"error": {"status", "message"}}` with `status`.
+pub(super) fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, axum::Json(body_of(status, &message.into()))).into_response()
+}
+
+fn body_of(status: StatusCode, message: &str) -> serde_json::Value {
+    json!({ "error": { "status": status.as_u16(), "message": message } })
 }
 
 /// The middleware: the size refusals, then the shape of whatever answers.
@@ -72,7 +76,7 @@ pub(crate) async fn json_errors(request: Request, next: Next) -> Response {
     } else {
         text
     };
-    let body = json!({ "error": { "status": status.as_u16(), "message": message } }).to_string();
+    let body = body_of(status, &message).to_string();
     parts.headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
