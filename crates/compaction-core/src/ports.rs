@@ -17,6 +17,8 @@ use crate::failure::{Failure, FailureKind};
 use crate::gate::{GateInput, gate_input};
 use crate::plan::TurnDigest;
 use crate::probe::{Probability, ProbeRequest, Verdict};
+use crate::recall::scan::{self, ExpandError};
+use crate::recall::{RecallHit, RecallQuery, RecalledEvent};
 use crate::session::{Revision, Session, SessionKey};
 use crate::time::Timestamp;
 
@@ -248,6 +250,15 @@ pub enum StoreError {
         /// The refused event's timestamp.
         offered: Timestamp,
     },
+    /// An expansion named a compaction or turns the session does not have.
+    #[error("session {key}: {error}")]
+    Expand {
+        /// The session.
+        key: SessionKey,
+        /// What was missing.
+        #[source]
+        error: ExpandError,
+    },
     /// The backend failed. Classify it with [`crate::classified`] (locked, corrupt, …).
     #[error(transparent)]
     Backend(AdapterError),
@@ -261,6 +272,7 @@ impl StoreError {
             StoreError::NotFound(_) => FailureKind::NotFound,
             StoreError::AlreadyExists(_) => FailureKind::AlreadyExists,
             StoreError::NonIncreasingTimestamp { .. } => FailureKind::NonIncreasingTimestamp,
+            StoreError::Expand { .. } => FailureKind::NotFound,
             StoreError::Backend(e) => crate::failure::failure_kind(e.as_ref()),
         }
     }
@@ -443,6 +455,52 @@ pub trait SessionStore: Send + Sync {
     async fn decisions(&self, key: &SessionKey) -> Result<Vec<DecisionRecord>, StoreError> {
         let _ = key;
         Ok(Vec::new())
+    }
+
+    /// Lossless recall: the session's raw events `query` matches (see [`crate::recall`] for
+    /// what is searched), best first, at most `limit`. The default scans the whole history
+    /// ([`scan::search_history`]); a store with a text index answers from it.
+    async fn search(
+        &self,
+        key: &SessionKey,
+        query: &RecallQuery,
+        limit: usize,
+    ) -> Result<Vec<RecallHit>, StoreError> {
+        let session = self.load(key).await?;
+        Ok(scan::search_history(&session.events, query, limit))
+    }
+
+    /// The events the compaction event `compaction_id` covers, verbatim and in order
+    /// ([`scan::expand_compaction`]); [`StoreError::Expand`] when the view has no such
+    /// compaction.
+    async fn expand(
+        &self,
+        key: &SessionKey,
+        compaction_id: &str,
+    ) -> Result<Vec<RecalledEvent>, StoreError> {
+        let session = self.load(key).await?;
+        scan::expand_compaction(&session.events, compaction_id).map_err(|error| {
+            StoreError::Expand {
+                key: key.clone(),
+                error,
+            }
+        })
+    }
+
+    /// The coordinator view's events of turns `first..=last` (1-based), verbatim and in
+    /// order ([`scan::expand_turns`]); [`StoreError::Expand`] when the range is empty or
+    /// reaches past the session's turns.
+    async fn expand_turns(
+        &self,
+        key: &SessionKey,
+        first: usize,
+        last: usize,
+    ) -> Result<Vec<RecalledEvent>, StoreError> {
+        let session = self.load(key).await?;
+        scan::expand_turns(&session.events, first, last).map_err(|error| StoreError::Expand {
+            key: key.clone(),
+            error,
+        })
     }
 
     /// Appends `event` if the session is still at `expected`; returns the new revision, or
