@@ -6,6 +6,7 @@
 
 pub mod coordinator;
 mod page;
+mod recall;
 mod server;
 mod settings;
 

@@ -160,6 +160,7 @@ impl Server {
             .route("/v1/sessions/{app}/{user}/{id}/outcomes", get(outcomes))
             .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
             .with_state(self.state.clone())
+            .merge(super::recall::router(self.state.store.clone()))
             .merge(self.state.page.router())
     }
 
@@ -211,7 +212,7 @@ pub async fn shutdown_signal() {
 
 /// An error answer: `{"error": {"status": 400, "message": "..."}}`.
 #[derive(Debug)]
-struct ApiError {
+pub(super) struct ApiError {
     status: StatusCode,
     message: String,
 }
@@ -224,11 +225,11 @@ impl ApiError {
         }
     }
 
-    fn bad_request(message: impl Into<String>) -> Self {
+    pub(super) fn bad_request(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::BAD_REQUEST, message)
     }
 
-    fn store(error: StoreError) -> Self {
+    pub(super) fn store(error: StoreError) -> Self {
         match error {
             StoreError::NotFound(key) => {
                 ApiError::new(StatusCode::NOT_FOUND, format!("session {key} not found"))
@@ -248,6 +249,7 @@ impl ApiError {
                      nothing written"
                 ),
             ),
+            e @ StoreError::Expand { .. } => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
             e @ StoreError::NonIncreasingTimestamp { .. } => {
                 ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
             }
@@ -263,7 +265,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-type ApiResult<T> = Result<T, ApiError>;
+pub(super) type ApiResult<T> = Result<T, ApiError>;
 
 /// The request body as a JSON object, read up to `limit` bytes (413 beyond).
 async fn json_object(body: Body, limit: usize, expected: &str) -> ApiResult<Map<String, Value>> {
