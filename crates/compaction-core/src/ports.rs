@@ -130,6 +130,10 @@ pub struct SummaryRequest {
     pub new_turns_text: String,
     /// The new turns, digested.
     pub turns: Vec<TurnDigest>,
+    /// The session's turn number (1-based) of `turns[0]`, when the store could count it
+    /// ([`SessionStore::turns_before`]): `turns[i]` is turn `first_turn + i`, so a summary's
+    /// sections can name the turns they came from ("turn 7"), which recall expands.
+    pub first_turn: Option<usize>,
 }
 
 impl SummaryRequest {
@@ -148,7 +152,14 @@ impl SummaryRequest {
             previous_summary,
             new_turns_text: new_turns_text.into(),
             turns,
+            first_turn: None,
         }
+    }
+
+    /// The session's turn number of the first new turn (builder style).
+    pub fn with_first_turn(mut self, first_turn: Option<usize>) -> Self {
+        self.first_turn = first_turn;
+        self
     }
 }
 
@@ -501,6 +512,18 @@ pub trait SessionStore: Send + Sync {
             key: key.clone(),
             error,
         })
+    }
+
+    /// How many turns of the coordinator view start before `ts` (see [`crate::recall`] for
+    /// turn numbers), so that a summary can name its turns; `None` when the store cannot
+    /// count them cheaply (the default). The engine asks once per compaction.
+    async fn turns_before(
+        &self,
+        key: &SessionKey,
+        ts: Timestamp,
+    ) -> Result<Option<usize>, StoreError> {
+        let _ = (key, ts);
+        Ok(None)
     }
 
     /// Appends `event` if the session is still at `expected`; returns the new revision, or

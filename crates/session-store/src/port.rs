@@ -10,7 +10,7 @@ use std::path::Path;
 use async_trait::async_trait;
 use compaction_core::{
     AssembledContext, CompactionEntry, DecisionRecord, Event, GateSnapshot, RecallHit, RecallQuery,
-    RecalledEvent, Revision, Session, SessionKey, SessionStore, StoreError, TailWindow,
+    RecalledEvent, Revision, Session, SessionKey, SessionStore, StoreError, TailWindow, Timestamp,
 };
 use serde_json::{Map, Value};
 
@@ -281,6 +281,15 @@ port_impl!(SqliteStore {
         Ok(self
             .spawn_blocking(move |s| s.expand_turns(&key, first, last))
             .await?)
+    }
+
+    async fn turns_before(
+        &self,
+        key: &SessionKey,
+        ts: Timestamp,
+    ) -> Result<Option<usize>, StoreError> {
+        let key = key.clone();
+        Ok(self.spawn_blocking(move |s| s.turns_before(&key, ts)).await?)
     }
 });
 

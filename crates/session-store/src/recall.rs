@@ -258,6 +258,28 @@ impl SqliteStore {
         })
     }
 
+    /// How many turns of the view start before `ts` (one count over `events_turn_starts`);
+    /// `None` on a read-only file without the index.
+    pub fn turns_before(
+        &self,
+        key: &SessionKey,
+        ts: Timestamp,
+    ) -> Result<Option<usize>, SessionStoreError> {
+        if !self.has_recall_index()? {
+            return Ok(None);
+        }
+        self.read_session(key, "counting turns", |tx, row, op| {
+            let count: i64 = tx
+                .prepare_cached(
+                    "SELECT count(*) FROM events WHERE session_pk = ?1 AND in_view = 1 \
+                     AND turn_start = 1 AND ts < ?2",
+                )
+                .and_then(|mut s| s.query_row((row.pk, ts.seconds()), |r| r.get(0)))
+                .map_err(self.sqlite_error(op))?;
+            Ok(usize::try_from(count).ok())
+        })
+    }
+
     fn expand_error(&self, key: &SessionKey, error: ExpandError) -> SessionStoreError {
         SessionStoreError::Expand {
             path: self.path().to_path_buf(),

@@ -64,6 +64,14 @@ fn numbered(events: &[Event]) -> Vec<(Option<usize>, &Event)> {
         .collect()
 }
 
+/// How many turns of the coordinator view start before `ts`.
+pub fn turns_before(events: &[Event], ts: crate::time::Timestamp) -> usize {
+    coordinator_view(events)
+        .into_iter()
+        .filter(|e| starts_turn(e) && e.timestamp < ts)
+        .count()
+}
+
 /// True when `event` is one a search looks at (see the module docs of [`super`]).
 pub fn searchable(event: &Event, pipeline: bool) -> bool {
     event.compaction().is_none()
