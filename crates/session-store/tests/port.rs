@@ -93,7 +93,12 @@ async fn the_engine_fast_exits_then_compacts_through_the_store() {
     for request in summarizer.requests() {
         let asked = request.turns[0].user.strip_prefix("question ").unwrap();
         let first: usize = asked.parse().unwrap();
-        assert_eq!(request.first_turn, Some(first + 1), "{:?}", request.turns[0]);
+        assert_eq!(
+            request.first_turn,
+            Some(first + 1),
+            "{:?}",
+            request.turns[0]
+        );
     }
     let session = store.get_session(&key).unwrap();
     let context = store.load_context(&key).unwrap();

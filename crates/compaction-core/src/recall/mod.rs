@@ -43,6 +43,9 @@ pub const MAX_LIMIT: usize = 100;
 pub const DEFAULT_LIMIT: usize = 10;
 /// Characters of text a snippet shows around its first match.
 const SNIPPET_CHARS: usize = 160;
+/// The name of the recall tool a chat model is offered (the service's `recall_history`):
+/// its calls and results are never searched, so recall never finds its own answers.
+pub const RECALL_TOOL_NAME: &str = "recall_history";
 /// The marker put on each side of a matched word in a snippet (Markdown bold).
 pub const MATCH_MARK: &str = "**";
 
@@ -189,12 +192,21 @@ fn word_spans(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
 
 /// What of an event is searched: its message text, each tool call as `name(args)` and each
 /// tool result (a `result` string as is, any other response as JSON), one per line. Thought
-/// parts are left out, as everywhere.
+/// parts and the recall tool's own calls and results ([`RECALL_TOOL_NAME`]) are left out.
 pub fn searchable_text(event: &Event) -> String {
     let mut lines: Vec<String> = Vec::new();
     for part in event.content.iter().flat_map(|c| &c.parts) {
         if let Some(text) = part.text.as_deref().filter(|_| !part.is_thought()) {
             lines.push(text.to_owned());
+        }
+        let own = |name: &str| name == RECALL_TOOL_NAME;
+        if part.function_call.as_ref().is_some_and(|c| own(&c.name))
+            || part
+                .function_response
+                .as_ref()
+                .is_some_and(|r| own(&r.name))
+        {
+            continue;
         }
         if let Some(call) = &part.function_call {
             let args = call.args.as_ref().map(ToString::to_string);

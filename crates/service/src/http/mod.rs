@@ -5,14 +5,16 @@
 //! ([`crate::lane`]).
 
 pub mod coordinator;
+mod openai_stream;
 mod page;
 mod recall;
+pub mod recall_tool;
 mod server;
 mod settings;
 
 pub use coordinator::{
     ChatMessage, Coordinator, CoordinatorConfig, CoordinatorConfigError, CoordinatorRequest,
-    OfflineCoordinator, OpenAiCompatible, ReplyChunk, ReplyStream, SelectedCoordinator,
+    OfflineCoordinator, OpenAiCompatible, RecallTool, ReplyChunk, ReplyStream, SelectedCoordinator,
     select_coordinator,
 };
 pub use server::{DEFAULT_MAX_MESSAGE_BYTES, ServeOptions, Server, shutdown_signal};

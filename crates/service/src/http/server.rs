@@ -24,7 +24,9 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tracing::Instrument as _;
 
-use super::coordinator::{Coordinator, CoordinatorRequest, ReplyChunk, SelectedCoordinator};
+use super::coordinator::{
+    Coordinator, CoordinatorRequest, RecallTool, ReplyChunk, SelectedCoordinator,
+};
 use crate::lane::{LaneError, LaneReport, Lanes};
 
 /// The largest chat message accepted by default: 1 MiB.
@@ -486,7 +488,8 @@ async fn chat(
             other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
         })?;
     let context = s.store.load_context(&key).await.map_err(ApiError::store)?;
-    let request = CoordinatorRequest::assemble(&context, &message);
+    let request = CoordinatorRequest::assemble(&context, &message)
+        .with_recall(RecallTool::new(s.store.clone(), key.clone()));
     let events = EventBuilder::new(
         s.clock.as_ref(),
         s.ids.as_ref(),
@@ -533,6 +536,14 @@ async fn chat(
                     }
                     Some(Ok(ReplyChunk::Usage { prompt_tokens, completion_tokens })) => {
                         usage = Some((prompt_tokens, completion_tokens));
+                    }
+                    Some(Ok(chunk @ (ReplyChunk::ToolCall { .. } | ReplyChunk::ToolResult { .. }))) => {
+                        if let Err(e) =
+                            store_tool_chunk(&state, &events, &key, &invocation, &tx, chunk).await
+                        {
+                            upstream_failed(&state, &events, &key, &invocation, &tx, &e).await;
+                            return;
+                        }
                     }
                     Some(Err(e)) => {
                         upstream_failed(&state, &events, &key, &invocation, &tx, &e.to_string())
@@ -630,6 +641,44 @@ async fn client_gone(
     if let Err(e) = append_latest(state, key, events.partial_reply(invocation, text)).await {
         tracing::warn!(%key, "the partial reply could not be stored: {e}");
     }
+}
+
+/// A recall tool call or its result: stored as the turn's function call or function
+/// response event, and shown to the client as a `tool` event.
+async fn store_tool_chunk(
+    state: &AppState,
+    events: &EventBuilder<'_>,
+    key: &SessionKey,
+    invocation: &str,
+    tx: &mpsc::Sender<SseEvent>,
+    chunk: ReplyChunk,
+) -> Result<(), String> {
+    let (event, data) = match chunk {
+        ReplyChunk::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            let args = serde_json::from_str(&arguments).unwrap_or(Value::String(arguments));
+            let data = json!({"kind": "call", "name": name, "arguments": args});
+            (events.tool_call(invocation, &id, &name, args), data)
+        }
+        ReplyChunk::ToolResult { id, name, result } => {
+            let event = events.tool_result(invocation, &id, &name, &result);
+            (
+                event,
+                json!({"kind": "result", "name": name, "result": result}),
+            )
+        }
+        ReplyChunk::Delta(_) | ReplyChunk::Usage { .. } => return Ok(()),
+    };
+    append_latest(state, key, event)
+        .await
+        .map_err(|e| format!("the tool call could not be stored: {e}"))?;
+    let _ = tx
+        .send(SseEvent::default().event("tool").data(data.to_string()))
+        .await;
+    Ok(())
 }
 
 /// Appends at the session's latest revision: the lane keeps evaluations out of a running
