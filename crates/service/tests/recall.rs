@@ -234,10 +234,7 @@ async fn a_streamed_tool_call_is_answered_from_the_store_and_the_completion_cont
         (call.name.as_str(), call.id.as_deref()),
         ("recall_history", Some("call_1"))
     );
-    assert_eq!(
-        call.args,
-        Some(serde_json::json!({"query": "onset"}))
-    );
+    assert_eq!(call.args, Some(serde_json::json!({"query": "onset"})));
     let response = stored[1].content.as_ref().unwrap().parts[0]
         .function_response
         .clone()
