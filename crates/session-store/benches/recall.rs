@@ -97,20 +97,32 @@ fn main() {
     let key = SessionKey::new("bench", "u", "s");
     let (_, compaction) = fill(&store, &key, 1_667);
     let events = store.header(&key).expect("header").revision.0;
-    let query = RecallQuery::parse("plating onset").expect("query");
-    let hits = store.search(&key, &query, 10).expect("search").len();
+    // A common pair (each word in about half of the events) and a selective pair.
+    let common = RecallQuery::parse("plating onset").expect("query");
+    let rare = RecallQuery::parse("w17 w230").expect("query");
+    let matched = |q: &RecallQuery| store.search(&key, q, 100).expect("search").len();
+    let (common_hits, rare_hits) = (matched(&common), matched(&rare));
     let expanded = store.expand(&key, &compaction).expect("expand").len();
-    let (mut search, mut expand) = (Vec::new(), Vec::new());
+    let (mut search, mut selective, mut expand) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..1_000 {
         let t = Instant::now();
-        std::hint::black_box(store.search(&key, &query, 10).expect("search"));
+        std::hint::black_box(store.search(&key, &common, 10).expect("search"));
         search.push(t.elapsed());
+        let t = Instant::now();
+        std::hint::black_box(store.search(&key, &rare, 10).expect("search"));
+        selective.push(t.elapsed());
         let t = Instant::now();
         std::hint::black_box(store.expand(&key, &compaction).expect("expand"));
         expand.push(t.elapsed());
     }
     let (p50, p95) = stats(search);
-    println!("search, {events} events, {hits} hits: median {p50:?}, p95 {p95:?}");
+    println!(
+        "search 'plating onset', {events} events, {common_hits}+ matches, limit 10: median {p50:?}, p95 {p95:?}"
+    );
+    let (p50, p95) = stats(selective);
+    println!(
+        "search 'w17 w230', {events} events, {rare_hits} matches, limit 10: median {p50:?}, p95 {p95:?}"
+    );
     let (p50, p95) = stats(expand);
     println!("expand, 50 turns ({expanded} events): median {p50:?}, p95 {p95:?}");
 
@@ -126,8 +138,16 @@ fn main() {
         )
         .expect("no index");
     }
-    let (mut rev_with, _) = fill(&with, &key, 100);
-    let (mut rev_without, _) = fill(&without, &key, 100);
+    fill(&with, &key, 100);
+    fill(&without, &key, 100);
+    // A second session in each file, appended to alternately.
+    let key = SessionKey::new("bench", "u", "appended");
+    with.create_session(&key, Default::default())
+        .expect("create");
+    without
+        .create_session(&key, Default::default())
+        .expect("create");
+    let (mut rev_with, mut rev_without) = (Revision(0), Revision(0));
     let (mut f, mut words) = (EventFactory::starting_at(1_800_000_000.0), Words(11));
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for n in 0..500 {
