@@ -871,6 +871,13 @@ async fn a_research_conversation_streams_compacts_and_shows_its_context() {
         assert_eq!(shown.len(), hits.len());
         let mark = wait_css(&browser, "#recall-hits li.hit mark").await;
         assert_eq!(mark.text().await.expect("mark").to_lowercase(), "plating");
+        browser
+            .execute(
+                "document.getElementById('recall-status').scrollIntoView({block: 'start'});",
+                vec![],
+            )
+            .await
+            .expect("scroll to the hits");
         screenshot(
             "recall.png",
             &browser.screenshot().await.expect("screenshot"),
