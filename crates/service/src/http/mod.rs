@@ -7,6 +7,7 @@
 pub mod coordinator;
 pub mod guard;
 pub mod listener;
+mod open_turns;
 mod openai_stream;
 mod page;
 mod recall;
@@ -22,4 +23,5 @@ pub use coordinator::{
 };
 pub use guard::{GuardOptions, Token};
 pub use listener::Limits;
+pub use open_turns::{DEFAULT_QUIET_FOR, OpenTurnSweep};
 pub use server::{DEFAULT_MAX_MESSAGE_BYTES, ServeOptions, Server, shutdown_signal};

@@ -110,7 +110,7 @@ impl ServeOptions {
 /// The reference service: build it, take its [`Server::router`] or [`Server::serve`] it.
 #[derive(Clone)]
 pub struct Server {
-    state: Arc<AppState>,
+    pub(super) state: Arc<AppState>,
 }
 
 impl std::fmt::Debug for Server {
@@ -122,14 +122,14 @@ impl std::fmt::Debug for Server {
     }
 }
 
-struct AppState {
-    store: Arc<dyn SessionStore>,
+pub(super) struct AppState {
+    pub(super) store: Arc<dyn SessionStore>,
     lanes: Lanes,
     coordinator: Arc<dyn Coordinator>,
     coordinator_reason: String,
-    clock: Arc<dyn Clock>,
-    ids: Arc<dyn IdGenerator>,
-    options: ServeOptions,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) ids: Arc<dyn IdGenerator>,
+    pub(super) options: ServeOptions,
     reports: Mutex<VecDeque<Arc<LaneReport>>>,
     stopping: watch::Sender<bool>,
     /// Raised when the shutdown's grace period has passed: running chat streams store what they
@@ -645,7 +645,9 @@ async fn chat(
         s.ids.as_ref(),
         s.options.coordinator_author.clone(),
     );
-    let context = close_open_turn(&s, &key, &events).await?;
+    let context = super::open_turns::close_open_turn(&s, &key, &events)
+        .await
+        .map_err(ApiError::store)?;
     let request = CoordinatorRequest::assemble(&context, &message)
         .with_recall(RecallTool::new(s.store.clone(), key.clone()));
     append_latest(&s, &key, events.user_query(&invocation, &message))
@@ -859,38 +861,6 @@ async fn client_gone(
     }
 }
 
-/// The session's context for a new turn, after closing a turn a crash left open: when its last
-/// event is a user query with no reply (the process stopped mid-stream, before any reply,
-/// partial or error, was stored), an `interrupted` reply closes it first, so the history
-/// alternates and the coordinator and the summarizer see that question as unanswered.
-async fn close_open_turn(
-    s: &AppState,
-    key: &SessionKey,
-    events: &EventBuilder<'_>,
-) -> ApiResult<compaction_core::AssembledContext> {
-    let context = s.store.load_context(key).await.map_err(ApiError::store)?;
-    let open = match context.entries.last() {
-        Some(ContextEntry::Event(last)) if is_query(last) => last.invocation_id.clone(),
-        _ => return Ok(context),
-    };
-    tracing::info!(%key, invocation = %open, "closing a turn left without a reply");
-    append_latest(s, key, events.interrupted(&open))
-        .await
-        .map_err(ApiError::store)?;
-    s.store.load_context(key).await.map_err(ApiError::store)
-}
-
-/// A user's query: authored by the user, with text (a tool result is authored by the user too,
-/// but carries a function response).
-fn is_query(event: &Event) -> bool {
-    event.author == "user"
-        && event.actions.compaction.is_none()
-        && event.content.as_ref().is_some_and(|c| {
-            c.parts.iter().any(|p| p.text.is_some())
-                && c.parts.iter().all(|p| p.function_response.is_none())
-        })
-}
-
 /// A recall tool call or its result: stored as the turn's function call or function
 /// response event, and shown to the client as a `tool` event.
 async fn store_tool_chunk(
@@ -937,7 +907,7 @@ const APPEND_ATTEMPTS: usize = 8;
 /// a stale revision is read again, and an event that another writer's later-stamped event
 /// overtook is stamped again (after that event and not before the clock), so the server's
 /// own timestamp conflict never fails a turn.
-async fn append_latest(
+pub(super) async fn append_latest(
     state: &AppState,
     key: &SessionKey,
     mut event: Event,
