@@ -15,6 +15,7 @@ pub mod recall_tool;
 mod server;
 mod settings;
 mod shape;
+mod token_series;
 
 pub use coordinator::{
     ChatMessage, Coordinator, CoordinatorConfig, CoordinatorConfigError, CoordinatorRequest,

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use compaction_core::{
     Clock, ContextEntry, Event, EventBuilder, IdGenerator, Revision, SessionKey, SessionStore,
-    StoreError, Timestamp, completed_turns, coordinator_view,
+    StoreError, Timestamp,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -940,10 +940,25 @@ fn restamp(now: Timestamp, latest: Timestamp) -> Timestamp {
     Timestamp::new(seconds + step).unwrap_or(latest)
 }
 
-/// The turn's number: completed turns of the session's coordinator view.
+/// The turn's number as lossless recall numbers turns (`compaction_core::recall`: the n-th
+/// turn start of the coordinator view, an unanswered or failed turn included), so the `done`
+/// event, the history and recall hits name a turn alike.
 async fn turn_number(state: &AppState, key: &SessionKey) -> Option<usize> {
-    let session = state.store.load(key).await.ok()?;
-    Some(completed_turns(&coordinator_view(&session.events)).len())
+    // Every turn start so far (whatever their stamps: another writer's clock may run ahead):
+    // the turn that just ended is the newest, since the lane keeps the session's other turns
+    // out. An indexed count where the store keeps one; else a scan.
+    let now = Timestamp::new(f64::MAX).ok()?;
+    match state.store.turns_before(key, now).await {
+        Ok(Some(n)) => Some(n),
+        Ok(None) => {
+            let session = state.store.load(key).await.ok()?;
+            Some(compaction_core::recall::scan::turns_before(
+                &session.events,
+                now,
+            ))
+        }
+        Err(_) => None,
+    }
 }
 
 /// An SSE body that reports when it ended (the last event was handed to the connection);
