@@ -7,11 +7,13 @@
 pub mod coordinator;
 pub mod guard;
 pub mod listener;
+mod llm_span;
 mod open_turns;
 mod openai_stream;
 mod page;
 mod recall;
 pub mod recall_tool;
+mod relay;
 mod server;
 mod settings;
 mod shape;

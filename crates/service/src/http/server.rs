@@ -27,6 +27,7 @@ use tracing::Instrument as _;
 use super::coordinator::{
     Coordinator, CoordinatorRequest, RecallTool, ReplyChunk, SelectedCoordinator,
 };
+use super::relay::Relayed;
 use crate::lane::{LaneError, LaneReport, Lanes};
 
 /// The largest chat message accepted by default: 1 MiB.
@@ -667,6 +668,12 @@ async fn chat(
         .into())
     });
     let mut cancel = s.cancel.subscribe();
+    let llm = super::llm_span::LlmSpan::start(
+        &span,
+        &s.coordinator.info(),
+        &request,
+        (s.options.hide_inputs, s.options.hide_outputs),
+    );
 
     let (tx, rx) = mpsc::channel::<SseEvent>(32);
     let (closed_tx, closed_rx) = oneshot::channel();
@@ -674,84 +681,44 @@ async fn chat(
     let pump = async move {
         let author = state.options.coordinator_author.clone();
         let events = EventBuilder::new(state.clock.as_ref(), state.ids.as_ref(), author);
-        let mut upstream = match upstream {
-            Ok(stream) => stream,
-            Err(e) => {
-                upstream_failed(&state, &events, &key, &invocation, &tx, &e.to_string()).await;
+        let relayed = match upstream {
+            Ok(stream) => {
+                let relay = super::relay::Relay {
+                    state: &state,
+                    events: &events,
+                    key: &key,
+                    invocation: &invocation,
+                    tx: &tx,
+                    limits: &limits,
+                };
+                relay.run(stream, &mut cancel).await
+            }
+            Err(e) => Relayed::Failed {
+                text: String::new(),
+                message: e.to_string(),
+            },
+        };
+        let (text, usage) = match relayed {
+            Relayed::Whole { text, usage } => (text, usage),
+            Relayed::ClientGone { text, reason } => {
+                llm.failed(&text, reason);
+                client_gone(&state, &events, &key, &invocation, &text).await;
+                return;
+            }
+            Relayed::Failed { text, message } => {
+                llm.failed(&text, &message);
+                upstream_failed(&state, &events, &key, &invocation, &tx, &message).await;
                 return;
             }
         };
-        let mut text = String::new();
-        let mut usage = None;
-        let mut first = true;
-        loop {
-            let wait = if first {
-                limits.upstream_first_byte
-            } else {
-                limits.upstream_between_chunks
-            };
-            tokio::select! {
-                () = tx.closed() => {
-                    client_gone(&state, &events, &key, &invocation, &text).await;
-                    return;
-                }
-                () = async { let _ = cancel.wait_for(|c| *c).await; } => {
-                    // The shutdown's grace period passed: what streamed is kept as partial.
-                    client_gone(&state, &events, &key, &invocation, &text).await;
-                    return;
-                }
-                item = tokio::time::timeout(wait, upstream.recv()) => match item {
-                    Err(_) => {
-                        let message = format!("no chunk from the coordinator within {wait:?}");
-                        upstream_failed(&state, &events, &key, &invocation, &tx, &message).await;
-                        return;
-                    }
-                    Ok(Some(Ok(ReplyChunk::Delta(delta)))) => {
-                        first = false;
-                        text.push_str(&delta);
-                        let event = SseEvent::default().event("delta").data(delta);
-                        // A reader that stops reading fills the channel: after the write
-                        // timeout the turn ends as a partial reply and the lane is freed.
-                        // The shutdown's cancel ends a write that waits on such a reader too.
-                        let sent = tokio::select! {
-                            sent = tokio::time::timeout(limits.write, tx.send(event)) => {
-                                matches!(sent, Ok(Ok(())))
-                            }
-                            () = async { let _ = cancel.wait_for(|c| *c).await; } => false,
-                        };
-                        if !sent {
-                            client_gone(&state, &events, &key, &invocation, &text).await;
-                            return;
-                        }
-                    }
-                    Ok(Some(Ok(ReplyChunk::Usage { prompt_tokens, completion_tokens }))) => {
-                        usage = Some((prompt_tokens, completion_tokens));
-                    }
-                    Ok(Some(Ok(chunk @ (ReplyChunk::ToolCall { .. } | ReplyChunk::ToolResult { .. })))) => {
-                        first = false;
-                        if let Err(e) =
-                            store_tool_chunk(&state, &events, &key, &invocation, &tx, chunk).await
-                        {
-                            upstream_failed(&state, &events, &key, &invocation, &tx, &e).await;
-                            return;
-                        }
-                    }
-                    Ok(Some(Err(e))) => {
-                        upstream_failed(&state, &events, &key, &invocation, &tx, &e.to_string())
-                            .await;
-                        return;
-                    }
-                    Ok(None) => break,
-                }
-            }
-        }
-        let (prompt_tokens, completion_tokens) = usage.unwrap_or_else(|| {
-            (
-                request.estimated_prompt_tokens(),
-                compaction_core::TokenEstimator::estimate(&compaction_core::CharsPerToken, &text)
-                    as u64,
-            )
-        });
+        let estimated = (
+            request.estimated_prompt_tokens(),
+            compaction_core::TokenEstimator::estimate(&compaction_core::CharsPerToken, &text)
+                as u64,
+        );
+        llm.answered(&text, usage, estimated);
+        drop(llm);
+        let (prompt_tokens, completion_tokens) = usage.unwrap_or(estimated);
         let reply = events.reply(&invocation, &text, Some(prompt_tokens));
         if let Err(e) = append_latest(&state, &key, reply).await {
             let message = format!("the reply could not be stored: {e}");
@@ -863,7 +830,7 @@ async fn client_gone(
 
 /// A recall tool call or its result: stored as the turn's function call or function
 /// response event, and shown to the client as a `tool` event.
-async fn store_tool_chunk(
+pub(super) async fn store_tool_chunk(
     state: &AppState,
     events: &EventBuilder<'_>,
     key: &SessionKey,
