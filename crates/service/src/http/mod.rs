@@ -4,6 +4,7 @@
 //! the settings file through config-ssot). The lane it drives is framework-free
 //! ([`crate::lane`]).
 
+mod chat;
 pub mod coordinator;
 pub mod guard;
 pub mod listener;

@@ -8,9 +8,10 @@ use axum::response::sse::Event as SseEvent;
 use compaction_core::{EventBuilder, SessionKey};
 use tokio::sync::{mpsc, watch};
 
+use super::chat::store_tool_chunk;
 use super::coordinator::{ReplyChunk, ReplyStream};
 use super::listener::Limits;
-use super::server::{AppState, store_tool_chunk};
+use super::server::AppState;
 
 /// How a relay ended.
 pub(super) enum Relayed {
