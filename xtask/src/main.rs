@@ -26,6 +26,7 @@ mod eval;
 mod eval_summary;
 mod pg;
 mod purity;
+mod summary_checks;
 
 /// Environment `verify` adds to the cargo commands it runs (the throwaway cluster's URL).
 static CARGO_ENV: OnceLock<Vec<(&'static str, String)>> = OnceLock::new();

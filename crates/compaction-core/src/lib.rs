@@ -42,6 +42,7 @@ pub mod history;
 pub mod plan;
 pub mod ports;
 pub mod probe;
+pub mod receipt;
 pub mod scrub;
 pub mod session;
 pub mod settings;
@@ -87,6 +88,7 @@ pub use ports::{
     Telemetry, TokenUsage,
 };
 pub use probe::{Probability, ProbeRequest, RUBRIC, Verdict, verdict};
+pub use receipt::{CorrectedClaim, DropReason, DroppedFinding, RECEIPT_KEY, Receipt};
 pub use session::{Revision, Session, SessionKey};
 pub use settings::{ClampWarning, EffectiveSettings, Settings, SettingsError};
 pub use state::{DecisionState, extract_decision_state};
