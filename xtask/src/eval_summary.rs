@@ -1,4 +1,4 @@
-//! `cargo xtask eval-summary [--sessions DIR] [--also DIR]... [--tuned a,b,...]
+//! `cargo xtask eval-summary [--sessions DIR] [--also DIR]... [--tuned a,b,...] [--dump DIR]
 //! [--summarizer offline|chat|auto] [--config FILE]
 //! [--canary] [--verbose]`: how much of the folded turns a rolling summary still holds.
 //!
@@ -53,7 +53,7 @@ use summarizer::{AdapterChoice, SummarizerConfig, build_summarizer};
 
 use crate::summary_checks;
 
-const USAGE: &str = "usage: cargo xtask eval-summary [--sessions DIR] [--also DIR]... [--tuned a,b,...] [--summarizer offline|chat|auto] [--config FILE] [--canary] [--verbose]";
+const USAGE: &str = "usage: cargo xtask eval-summary [--sessions DIR] [--also DIR]... [--tuned a,b,...] [--dump DIR] [--summarizer offline|chat|auto] [--config FILE] [--canary] [--verbose]";
 
 struct Args {
     sessions: PathBuf,
@@ -61,6 +61,8 @@ struct Args {
     more_sessions: Vec<PathBuf>,
     /// Sessions looked at while tuning (`--tuned a,b`): reported apart from the others.
     tuned: Vec<String>,
+    /// Where to write each run's last summary (`--dump DIR`), for reading.
+    dump: Option<PathBuf>,
     adapter: AdapterChoice,
     config: Option<PathBuf>,
     canary: bool,
@@ -72,6 +74,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         sessions: test_data::repo_path(test_data::RESEARCH_SESSIONS),
         more_sessions: Vec::new(),
         tuned: Vec::new(),
+        dump: None,
         adapter: AdapterChoice::Offline,
         config: None,
         canary: false,
@@ -87,6 +90,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         match flag.as_str() {
             "--sessions" => parsed.sessions = PathBuf::from(value()?),
             "--also" => parsed.more_sessions.push(PathBuf::from(value()?)),
+            "--dump" => parsed.dump = Some(PathBuf::from(value()?)),
             "--tuned" => {
                 parsed.tuned = value()?
                     .split(',')
@@ -975,6 +979,11 @@ async fn run_sessions(
                 }
             }
             let m = measure(last, &turns, &checks);
+            if let Some(dir) = &args.dump {
+                let path = dir.join(format!("{name}.{}.md", run.name));
+                std::fs::write(&path, &last.text)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+            }
             totals.dois_lost += m.dois_lost.len();
             totals.duplicates += m.duplicates;
             totals.facts.merge(&m.facts);
