@@ -15,31 +15,10 @@ use regex::Regex;
 /// Words that mark a line as a correction without stating what the value became. A line
 /// that carries one of them still states the retracted claim as valid unless it also states
 /// the corrected content.
-pub(crate) const MARKER_WORDS: [&str; 24] = [
-    "correct",
-    "retract",
-    "supersed",
-    "not ",
-    "wrong",
-    "mix",
-    "instead",
-    "misread",
-    "error",
-    "erroneous",
-    "no longer",
-    "withdrawn",
-    "unreliable",
-    "invalid",
-    "disregard",
-    "removed",
-    "do not",
-    "don't",
-    "must not",
-    "cannot be",
-    "✗",
-    "only ",
-    "earlier",
-    "worse",
+pub(crate) const MARKER_WORDS: [&str; 21] = [
+    "correct", "retract", "supersed", "not ", "wrong", "mix", "instead", "misread", "error",
+    "erroneous", "no longer", "withdrawn", "unreliable", "invalid", "disregard", "removed",
+    "do not", "don't", "must not", "cannot be", "✗",
 ];
 
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {

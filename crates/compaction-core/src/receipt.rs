@@ -15,6 +15,13 @@
 //!  "dropped": [{"finding": "…", "reason": "duplicate"}]}
 //! ```
 //!
+//! A dropped finding's reason is `duplicate` (another kept line states every figure of it),
+//! `budget` (the token budget left no room) or `superseded` (it only restated a claim a later
+//! turn corrected; the corrections state it once).
+//!
+//! ```text
+//! ```
+//!
 //! What this module must never do: read a summary's text to guess a receipt (the summarizer
 //! that made the choices reports them), or fail a compaction because a receipt is missing.
 
@@ -70,6 +77,8 @@ pub enum DropReason {
     Duplicate,
     /// The summary's token budget left no room for it.
     Budget,
+    /// It only restated a claim a later turn corrected (the correction states it once).
+    Superseded,
 }
 
 impl DropReason {
@@ -78,6 +87,7 @@ impl DropReason {
         match self {
             DropReason::Duplicate => "duplicate",
             DropReason::Budget => "budget",
+            DropReason::Superseded => "superseded",
         }
     }
 }

@@ -241,10 +241,9 @@ fn corrections(request: &SummaryRequest) -> Vec<(String, String)> {
     for (i, turn) in request.turns.iter().enumerate() {
         let new_turn = NewTurn {
             user: sentences(&turn.user),
-            answer: sentences(&turn.assistant)
-                .into_iter()
-                .chain(findings::table_rows(&turn.assistant))
-                .collect(),
+            answer: sentences(&turn.assistant),
+            rows: findings::table_rows(&turn.assistant),
+            rows_announced: supersede::announced_before_table(&turn.assistant),
         };
         let view: Vec<Claim<'_>> = claims
             .iter()
@@ -260,7 +259,7 @@ fn corrections(request: &SummaryRequest) -> Vec<(String, String)> {
         for g in gone.into_iter().rev() {
             claims.remove(g);
         }
-        for line in new_turn.answer {
+        for line in new_turn.answer.into_iter().chain(new_turn.rows) {
             if findings::is_finding(&line) {
                 claims.push((line, i + 1));
             }

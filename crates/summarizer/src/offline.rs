@@ -198,6 +198,7 @@ impl OfflineSummarizer {
             .map(parse_previous)
             .unwrap_or_default();
         let mut corrected = Vec::new();
+        let mut dropped: Vec<DroppedFinding> = Vec::new();
         for (i, turn) in request.turns.iter().enumerate() {
             // The session's turn number arrives with issue 32's `SummaryRequest::first_turn`.
             let number: Option<usize> = None.map(|first: usize| first + i);
@@ -211,16 +212,14 @@ impl OfflineSummarizer {
                 &mut topic,
                 &new_turn,
                 number,
+                &mut dropped,
             ));
             topics.push(topic);
         }
-        let mut dropped: Vec<DroppedFinding> = dedupe(&mut topics)
-            .into_iter()
-            .map(|finding| DroppedFinding {
-                finding,
-                reason: DropReason::Duplicate,
-            })
-            .collect();
+        dropped.extend(dedupe(&mut topics).into_iter().map(|finding| DroppedFinding {
+            finding,
+            reason: DropReason::Duplicate,
+        }));
         let ledger = CitationLedger::from_request(request);
         let (text, budget_dropped) = self.fit(&mut topics, &entries, &ledger);
         dropped.extend(budget_dropped.into_iter().map(|finding| DroppedFinding {
@@ -309,6 +308,33 @@ impl OfflineSummarizer {
     }
 }
 
+/// Removes from `topic` the lines that only restate a corrected claim (the Corrections
+/// section states it once), and masks a corrected value in its heading.
+fn drop_restatements(topic: &mut Topic, pairs: &[(String, String)], dropped: &mut Vec<DroppedFinding>) {
+    for (was, now) in pairs {
+        let retracted = supersede::retracted_values(was, now);
+        if supersede::values(&topic.heading)
+            .iter()
+            .any(|v| retracted.contains(v))
+        {
+            topic.heading = supersede::mask_values(&topic.heading, &retracted);
+        }
+    }
+    topic.lines.retain(|line| {
+        let restating = line.rank != Rank::Pinned
+            && pairs
+                .iter()
+                .any(|(was, now)| supersede::only_restates(&line.text, was, now));
+        if restating {
+            dropped.push(DroppedFinding {
+                finding: line.text.clone(),
+                reason: DropReason::Superseded,
+            });
+        }
+        !restating
+    });
+}
+
 /// Applies the corrections `new_turn` makes to the earlier claims (the lines of `topics` and
 /// the last correction of each entry): a corrected line leaves its topic, a new entry (or a
 /// longer chain) records it, and the correcting sentence moves from `topic` into the entry.
@@ -319,6 +345,7 @@ fn apply_corrections(
     topic: &mut Topic,
     new_turn: &NewTurn,
     number: Option<usize>,
+    dropped: &mut Vec<DroppedFinding>,
 ) -> Vec<compaction_core::CorrectedClaim> {
     // Claims: each topic's finding lines, then each entry's current value.
     let mut places = Vec::new();
@@ -364,6 +391,14 @@ fn apply_corrections(
     gone.sort_unstable();
     for (t, l) in gone.into_iter().rev() {
         topics[t].lines.remove(l);
+    }
+    let pairs: Vec<(String, String)> = out.iter().map(|c| (c.was.clone(), c.now.clone())).collect();
+    // The correcting turn's question states no corrected figure: it asked about it.
+    for (was, _) in &pairs {
+        topic.heading = supersede::mask_values(&topic.heading, &supersede::values(was));
+    }
+    for tp in topics.iter_mut().chain(std::iter::once(&mut *topic)) {
+        drop_restatements(tp, &pairs, dropped);
     }
     // The correcting sentences are stated in their entries.
     topic.lines.retain(|line| {
@@ -563,7 +598,9 @@ fn topic_of(turn: &TurnDigest) -> (Topic, NewTurn) {
     }
     let new_turn = NewTurn {
         user,
-        answer: answer.into_iter().chain(answer_rows).collect(),
+        answer,
+        rows: answer_rows,
+        rows_announced: supersede::announced_before_table(&turn.assistant),
     };
     (
         Topic {

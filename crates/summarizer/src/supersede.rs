@@ -73,6 +73,11 @@ static NEGATED: LazyLock<Regex> = LazyLock::new(|| {
     ))
     .expect("the pattern is valid")
 });
+/// A word a sentence negates: `reaction-controlled, not diffusion-controlled`.
+static NEGATED_WORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:not|rather than|instead of)\s+(?:a\s+|an\s+|the\s+)?(\p{L}[\p{L}\-]{2,})")
+        .expect("the pattern is valid")
+});
 /// `12.4 … was wrong` within a clause.
 static VALUE_WAS_WRONG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
@@ -129,7 +134,15 @@ fn core_value(raw: &str) -> String {
 /// The content words of a text, lower case.
 fn words(text: &str) -> BTreeSet<String> {
     WORD.find_iter(text)
-        .map(|m| m.as_str().to_lowercase())
+        .flat_map(|m| {
+            let w = m.as_str().to_lowercase();
+            let parts: Vec<String> = w
+                .split('-')
+                .filter(|p| p.chars().count() >= 3)
+                .map(str::to_owned)
+                .collect();
+            parts
+        })
         .filter(|w| !STOPWORDS.contains(&w.as_str()))
         .collect()
 }
@@ -178,8 +191,37 @@ pub(crate) struct Claim<'a> {
 pub(crate) struct NewTurn {
     /// The user's sentences.
     pub user: Vec<String>,
-    /// The answer's sentences and table rows.
+    /// The answer's sentences.
     pub answer: Vec<String>,
+    /// The answer's table rows.
+    pub rows: Vec<String>,
+    /// A value-less announcement of an error comes right before the answer's first table
+    /// ([`announced_before_table`]).
+    pub rows_announced: bool,
+}
+
+/// True when one of the [`ANNOUNCED_SPAN`] sentences before the first Markdown table of
+/// `answer` announces an error and states no value ("Correction: … Correct reading:" before
+/// the corrected table).
+pub(crate) fn announced_before_table(answer: &str) -> bool {
+    let Some(at) = answer
+        .lines()
+        .scan(0usize, |pos, line| {
+            let start = *pos;
+            *pos += line.len() + 1;
+            Some((start, line))
+        })
+        .find(|(_, line)| line.trim_start().starts_with('|'))
+        .map(|(start, _)| start)
+    else {
+        return false;
+    };
+    let before = crate::text::sentences(&answer[..at]);
+    before
+        .iter()
+        .rev()
+        .take(ANNOUNCED_SPAN)
+        .any(|s| announces_error(s) && values(s).is_empty())
 }
 
 /// One supersession: the claim (by index) and the sentence that corrects it.
@@ -191,27 +233,64 @@ pub(crate) struct Supersession {
     pub by: String,
 }
 
-/// The sentences of a turn that may correct, each with whether a correction is announced
-/// **at it**: the sentence uses the vocabulary of error, or follows (within
-/// [`ANNOUNCED_SPAN`] sentences) one that does and states no value itself ("that figure was
-/// given for the wrong arm:" followed by the right table). The user's sentences count only
-/// when they correct the user's own statement.
-fn correcting_sentences(turn: &NewTurn) -> Vec<(&String, bool)> {
+/// A sentence that may correct, with its **announcement**: whether a correction is announced
+/// at it, and the words of the value-less announcements around it.
+struct Candidate<'a> {
+    text: &'a String,
+    announced: bool,
+    /// Its own words and those of value-less error announcements within [`ANNOUNCED_SPAN`]
+    /// sentences ("I wrongly applied that row to all three codes" names the subject its
+    /// neighbour's figures belong to).
+    words: BTreeSet<String>,
+    values: BTreeSet<String>,
+}
+
+/// The sentences of a turn that may correct. A sentence is announced when it uses the
+/// vocabulary of error or lies within [`ANNOUNCED_SPAN`] sentences of one that does and
+/// states no value itself; a table row is announced when the answer has such a value-less
+/// announcement. The user's sentences count only when they correct the user's own statement.
+fn correcting_sentences(turn: &NewTurn) -> Vec<Candidate<'_>> {
+    let announcements: Vec<usize> = turn
+        .answer
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| announces_error(s) && values(s).is_empty())
+        .map(|(i, _)| i)
+        .collect();
     let mut out = Vec::new();
-    let mut since_announcement: Option<usize> = None;
-    for s in &turn.answer {
-        let cue = announces_error(s);
-        let near = since_announcement.is_some_and(|n| n < ANNOUNCED_SPAN);
-        out.push((s, cue || near));
-        since_announcement = if cue && values(s).is_empty() {
-            Some(0)
-        } else {
-            since_announcement.map(|n| n + 1)
-        };
+    for (i, s) in turn.answer.iter().enumerate() {
+        let near: Vec<usize> = announcements
+            .iter()
+            .copied()
+            .filter(|&a| a.abs_diff(i) <= ANNOUNCED_SPAN)
+            .collect();
+        let mut w = words(s);
+        for &a in &near {
+            w.extend(words(&turn.answer[a]));
+        }
+        out.push(Candidate {
+            text: s,
+            announced: announces_error(s) || !near.is_empty(),
+            words: w,
+            values: values(s),
+        });
+    }
+    for row in &turn.rows {
+        out.push(Candidate {
+            text: row,
+            announced: turn.rows_announced || announces_error(row),
+            words: words(row),
+            values: values(row),
+        });
     }
     for s in &turn.user {
         if announces_error(s) && FIRST_PERSON.is_match(s) && !s.trim_end().ends_with('?') {
-            out.push((s, true));
+            out.push(Candidate {
+                text: s,
+                announced: true,
+                words: words(s),
+                values: values(s),
+            });
         }
     }
     out
@@ -240,32 +319,53 @@ pub(crate) fn supersessions(claims: &[Claim<'_>], turn: &NewTurn) -> Vec<Superse
     // Values some sentence of the turn affirms are protected.
     let protected: BTreeSet<String> = sentences
         .iter()
-        .filter(|(s, _)| affirming(s))
-        .flat_map(|(s, _)| values(s))
+        .filter(|c| affirming(c.text))
+        .flat_map(|c| c.values.iter().cloned())
         .collect();
-    let stated: Vec<Stated> = sentences.iter().map(|(s, _)| Stated::of(s)).collect();
     // (claim, sentence index, by a swap)
     let mut found: Vec<(usize, usize, bool)> = Vec::new();
     for (i, claim) in claims.iter().enumerate() {
         let c = Stated::of(claim.text);
         let claim_sources = sources(claim.text);
-        for (j, (s, announced)) in sentences.iter().enumerate() {
-            if affirming(s) {
+        for (j, cand) in sentences.iter().enumerate() {
+            if affirming(cand.text) {
                 continue;
             }
-            let shared_sources = !claim_sources.is_disjoint(&sources(s));
-            let subject =
-                shared_sources || c.words.intersection(&stated[j].words).count() >= MIN_SHARED_WORDS;
+            let shared_sources = !claim_sources.is_disjoint(&sources(cand.text));
+            let shared_words = c.words.intersection(&cand.words).count();
+            let shares_value = c
+                .values
+                .intersection(&cand.values)
+                .any(|v| !labels.contains(v) && !protected.contains(v));
+            let subject = shared_sources
+                || shared_words >= MIN_SHARED_WORDS
+                || (shared_words >= 1 && shares_value);
             if !subject {
                 continue;
             }
-            let negated = negated_values(s)
+            let negated = negated_values(cand.text)
                 .into_iter()
                 .any(|v| c.values.contains(&v) && !protected.contains(&v));
-            let retracted = shared_sources && RETRACTION.is_match(s);
-            let swap = *announced && swapped(&c, &stated[j], &labels, &protected);
-            if negated || retracted || swap {
-                found.push((i, j, !(negated || retracted)));
+            let negated_word = announces_error(cand.text)
+                && shared_words >= MIN_SHARED_WORDS
+                && NEGATED_WORD.captures_iter(cand.text).any(|m| {
+                    m.get(1).is_some_and(|w| {
+                        words(w.as_str()).iter().any(|p| c.words.contains(p))
+                    })
+                });
+            let retracted = shared_sources && RETRACTION.is_match(cand.text);
+            let swap = cand.announced
+                && swapped(
+                    &c,
+                    &Stated {
+                        values: cand.values.clone(),
+                        words: cand.words.clone(),
+                    },
+                    &labels,
+                    &protected,
+                );
+            if negated || negated_word || retracted || swap {
+                found.push((i, j, !(negated || negated_word || retracted)));
                 break;
             }
         }
@@ -282,8 +382,37 @@ pub(crate) fn supersessions(claims: &[Claim<'_>], turn: &NewTurn) -> Vec<Superse
         .filter(|(_, j, swap)| !swap || swaps_by.get(j).copied().unwrap_or(0) <= MAX_SWAP_TARGETS)
         .map(|(claim, j, _)| Supersession {
             claim,
-            by: sentences[j].0.clone(),
+            by: sentences[j].text.clone(),
         })
+        .collect()
+}
+
+/// True when `line` only restates `claim` after `by` corrected it: [`restates`], and every
+/// value it states is the claim's or the correction's (it brings nothing new).
+pub(crate) fn only_restates(line: &str, claim: &str, by: &str) -> bool {
+    let known: BTreeSet<String> = values(claim).union(&values(by)).cloned().collect();
+    restates(line, claim, by) && values(line).is_subset(&known)
+}
+
+/// `text` with each number whose value is in `retracted` replaced by `[corrected]`.
+pub(crate) fn mask_values(text: &str, retracted: &BTreeSet<String>) -> String {
+    let mut out = text.to_owned();
+    for raw in findings::numbers(text) {
+        if retracted.contains(&core_value(&raw)) {
+            out = out.replace(&raw, "[corrected]");
+        }
+    }
+    out
+}
+
+/// The values a correction retracted: those the claim states and the correction does not,
+/// and those the correction negates.
+pub(crate) fn retracted_values(claim: &str, by: &str) -> BTreeSet<String> {
+    let by_values = values(by);
+    let negated = negated_values(by);
+    values(claim)
+        .into_iter()
+        .filter(|v| !by_values.contains(v) || negated.contains(v))
         .collect()
 }
 
@@ -310,15 +439,19 @@ pub(crate) fn restates(line: &str, claim: &str, by: &str) -> bool {
         && !line_values.iter().any(|v| brought.contains(v))
 }
 
-/// The sentence restates a (non-label, unprotected) value of the claim and says something
-/// else about it: another value beside it (a new figure for the claim's subject, the old one
+/// The sentence restates the claim in parallel — two (non-label, unprotected) values in
+/// common, or one and three content words — and says something else about it: another value beside it (a new figure for the claim's subject, the old one
 /// moved to another subject), or the same values with other words (another arm, dataset or
 /// region).
 fn swapped(claim: &Stated, sentence: &Stated, labels: &BTreeSet<String>, protected: &BTreeSet<String>) -> bool {
-    let shares_value = claim
+    let shared: Vec<&String> = claim
         .values
         .intersection(&sentence.values)
-        .any(|v| !labels.contains(v) && !protected.contains(v));
+        .filter(|v| !labels.contains(*v) && !protected.contains(*v))
+        .collect();
+    // Parallel statements: two values in common, or one and three content words.
+    let shares_value = shared.len() >= 2
+        || (shared.len() == 1 && claim.words.intersection(&sentence.words).count() >= 3);
     let other_values = claim.values != sentence.values;
     let other_words =
         !claim.words.is_subset(&sentence.words) && !sentence.words.is_subset(&claim.words);
@@ -356,6 +489,8 @@ mod tests {
         NewTurn {
             user: vec![user.to_owned()],
             answer: answer.iter().map(|s| (*s).to_owned()).collect(),
+            rows: Vec::new(),
+            rows_announced: false,
         }
     }
 
@@ -425,12 +560,16 @@ mod tests {
         let t = NewTurn {
             user: vec!["I gave you the wrong number: my valley survey has 4,500 growers, not 5,400.".into()],
             answer: vec!["Thanks — with 4,500 growers the power drops.".into()],
+            rows: Vec::new(),
+            rows_announced: false,
         };
         assert_eq!(targets(&lines, &t), [0]);
         // A user contesting a figure (a question) corrects nothing by itself.
         let contest = NewTurn {
             user: vec!["Are you sure the 5,400 growers figure is not wrong?".into()],
             answer: vec!["The survey lists 5,400 growers; that figure stands.".into()],
+            rows: Vec::new(),
+            rows_announced: false,
         };
         assert!(targets(&lines, &contest).is_empty());
     }
@@ -477,6 +616,33 @@ mod tests {
         assert!(restates("- Apple yield rose by 14.6 kg per tree after thinning.", claim, by));
         assert!(!restates("- Apple yield rose by 11.2 kg per tree (corrected from 14.6).", claim, by));
         assert!(!restates("- Soil nitrate stayed at 14.6 ppm.", claim, by));
+    }
+
+    #[test]
+    fn a_negated_property_supersedes_the_claim_that_states_it() {
+        let lines = [
+            "- Root uptake of zinc is transporter-limited at 12.5 µM (Vance 2018).",
+            "- Leaf area grew 18% in the first month.",
+        ];
+        let t = turn(
+            "Check the uptake model?",
+            &["Correction: root uptake of zinc is diffusion-limited, not transporter-limited."],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
+    }
+
+    #[test]
+    fn an_announcement_lends_its_subject_to_the_figures_beside_it() {
+        let lines = ["- Moth counts are robust: 41.5 per trap in all three valleys."];
+        let t = turn(
+            "Sure?",
+            &[
+                "My statement was wrong.",
+                "The 41.5 per trap comes from the north transect alone, in one season.",
+                "I wrongly applied that figure to all three valleys.",
+            ],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
     }
 
     #[test]
