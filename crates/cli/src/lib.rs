@@ -31,6 +31,9 @@ mod database;
 mod error;
 #[cfg(feature = "http")]
 #[allow(clippy::print_stderr, clippy::print_stdout)]
+mod recall;
+#[cfg(feature = "http")]
+#[allow(clippy::print_stderr, clippy::print_stdout)]
 mod render;
 #[cfg(feature = "http")]
 #[allow(clippy::print_stderr, clippy::print_stdout)]

@@ -419,6 +419,17 @@ impl SessionStore for InMemoryStore {
         Ok(lock(&self.decisions).get(key).cloned().unwrap_or_default())
     }
 
+    async fn turns_before(
+        &self,
+        key: &SessionKey,
+        ts: Timestamp,
+    ) -> Result<Option<usize>, StoreError> {
+        let session = self
+            .get(key)
+            .ok_or_else(|| StoreError::NotFound(key.clone()))?;
+        Ok(Some(crate::recall::scan::turns_before(&session.events, ts)))
+    }
+
     async fn load(&self, key: &SessionKey) -> Result<Session, StoreError> {
         self.loads.fetch_add(1, Ordering::SeqCst);
         self.get(key)

@@ -121,6 +121,8 @@ mod integrity;
 mod port;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(feature = "sqlite")]
+mod recall;
 mod row;
 #[cfg(feature = "sqlite")]
 mod schema;

@@ -2,7 +2,8 @@
 //! **findings**.
 //!
 //! Deterministic and network-free. Each new turn becomes a **topic**: the user's question as
-//! a `### Q:` heading, then
+//! a `### Q:` heading that names the session's turn it came from (`### Q: … (turn 7)`, when
+//! the request carries turn numbers: what `compaction recall --turns 7..7` expands), then
 //! - the user's **constraints** (`- Constraint: exclude pre-2015 studies …`) and the
 //!   **decisions** of the turn (`- Decision: …`): pinned, never dropped;
 //! - the answer's first sentence, when it states no fact (prose, dropped first);
@@ -200,8 +201,7 @@ impl OfflineSummarizer {
         let mut corrected = Vec::new();
         let mut dropped: Vec<DroppedFinding> = Vec::new();
         for (i, turn) in request.turns.iter().enumerate() {
-            // The session's turn number arrives with issue 32's `SummaryRequest::first_turn`.
-            let number: Option<usize> = None.map(|first: usize| first + i);
+            let number = request.first_turn.map(|first| first + i);
             let (mut topic, new_turn) = topic_of(turn);
             if let Some(n) = number {
                 topic.heading.push_str(&format!(" (turn {n})"));
@@ -308,16 +308,36 @@ impl OfflineSummarizer {
     }
 }
 
+/// A topic heading without its turn pointer (` (turn 7)`): the pointer states no figure.
+fn without_pointer(heading: &str) -> &str {
+    match heading.rsplit_once(" (turn ") {
+        Some((rest, tail))
+            if tail.ends_with(')')
+                && tail[..tail.len() - 1].chars().all(|c| c.is_ascii_digit()) =>
+        {
+            rest
+        }
+        _ => heading,
+    }
+}
+
+/// `heading` with the numbers of `values` masked in its question, its turn pointer kept.
+fn mask_heading(heading: &str, values: &BTreeSet<String>) -> String {
+    let question = without_pointer(heading);
+    let pointer = &heading[question.len()..];
+    format!("{}{pointer}", supersede::mask_values(question, values))
+}
+
 /// Removes from `topic` the lines that only restate a corrected claim (the Corrections
 /// section states it once), and masks a corrected value in its heading.
 fn drop_restatements(topic: &mut Topic, pairs: &[(String, String)], dropped: &mut Vec<DroppedFinding>) {
     for (was, now) in pairs {
         let retracted = supersede::retracted_values(was, now);
-        if supersede::values(&topic.heading)
+        if supersede::values(without_pointer(&topic.heading))
             .iter()
             .any(|v| retracted.contains(v))
         {
-            topic.heading = supersede::mask_values(&topic.heading, &retracted);
+            topic.heading = mask_heading(&topic.heading, &retracted);
         }
     }
     topic.lines.retain(|line| {
@@ -395,7 +415,7 @@ fn apply_corrections(
     let pairs: Vec<(String, String)> = out.iter().map(|c| (c.was.clone(), c.now.clone())).collect();
     // The correcting turn's question states no corrected figure: it asked about it.
     for (was, _) in &pairs {
-        topic.heading = supersede::mask_values(&topic.heading, &supersede::values(was));
+        topic.heading = mask_heading(&topic.heading, &supersede::values(was));
     }
     for tp in topics.iter_mut().chain(std::iter::once(&mut *topic)) {
         drop_restatements(tp, &pairs, dropped);
@@ -740,6 +760,37 @@ mod tests {
             String::new(),
             turns,
         )
+    }
+
+    #[test]
+    fn each_topic_names_its_turn_and_keeps_it_when_rolled() {
+        let first = request(
+            None,
+            vec![
+                turn("What is plating?", "Plating starts at 4C (Lee 2021).", ""),
+                turn("And SEI?", "SEI grows 3 nm per cycle (Kim 2020).", ""),
+            ],
+        )
+        .with_first_turn(Some(6));
+        let text = OfflineSummarizer::new(4_000).consolidate(&first);
+        assert!(text.contains("### Q: What is plating? (turn 6)"), "{text}");
+        assert!(text.contains("### Q: And SEI? (turn 7)"), "{text}");
+        let next = request(Some(&text), vec![turn("Dendrites?", "Seen at 2C.", "")])
+            .with_first_turn(Some(8));
+        let rolled = OfflineSummarizer::new(4_000).consolidate(&next);
+        for pointer in ["(turn 6)", "(turn 7)", "(turn 8)"] {
+            assert!(rolled.contains(pointer), "{pointer}: {rolled}");
+        }
+        let unnumbered = OfflineSummarizer::new(4_000).consolidate(&request(
+            None,
+            vec![turn("Plating?", "Plating starts at 4.5 C (Lee 2021).", "")],
+        ));
+        assert!(!unnumbered.contains("(turn "), "{unnumbered}");
+        assert_eq!(without_pointer("### Q: x? (turn 12)"), "### Q: x?");
+        assert_eq!(
+            without_pointer("### Q: x (turn of phrase)"),
+            "### Q: x (turn of phrase)"
+        );
     }
 
     /// Under a tight budget, constraints and decisions stay and no kept line is cut.

@@ -7,14 +7,17 @@
 pub mod coordinator;
 pub mod guard;
 pub mod listener;
+mod openai_stream;
 mod page;
+mod recall;
+pub mod recall_tool;
 mod server;
 mod settings;
 mod shape;
 
 pub use coordinator::{
     ChatMessage, Coordinator, CoordinatorConfig, CoordinatorConfigError, CoordinatorRequest,
-    OfflineCoordinator, OpenAiCompatible, ReplyChunk, ReplyStream, SelectedCoordinator,
+    OfflineCoordinator, OpenAiCompatible, RecallTool, ReplyChunk, ReplyStream, SelectedCoordinator,
     select_coordinator,
 };
 pub use guard::{GuardOptions, Token};

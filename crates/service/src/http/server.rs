@@ -24,7 +24,9 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tracing::Instrument as _;
 
-use super::coordinator::{Coordinator, CoordinatorRequest, ReplyChunk, SelectedCoordinator};
+use super::coordinator::{
+    Coordinator, CoordinatorRequest, RecallTool, ReplyChunk, SelectedCoordinator,
+};
 use crate::lane::{LaneError, LaneReport, Lanes};
 
 /// The largest chat message accepted by default: 1 MiB.
@@ -221,6 +223,7 @@ impl Server {
             .route("/v1/sessions/{app}/{user}/{id}/outcomes", get(outcomes))
             .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
             .with_state(self.state.clone())
+            .merge(super::recall::router(self.state.store.clone()))
             .merge(self.state.page.router())
             .method_not_allowed_fallback(|| async {
                 ApiError::new(
@@ -305,11 +308,11 @@ impl ApiError {
         }
     }
 
-    fn bad_request(message: impl Into<String>) -> Self {
+    pub(super) fn bad_request(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::BAD_REQUEST, message)
     }
 
-    fn store(error: StoreError) -> Self {
+    pub(super) fn store(error: StoreError) -> Self {
         match error {
             StoreError::NotFound(key) => {
                 ApiError::new(StatusCode::NOT_FOUND, format!("session {key} not found"))
@@ -329,6 +332,7 @@ impl ApiError {
                      nothing written"
                 ),
             ),
+            e @ StoreError::Expand { .. } => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
             e @ StoreError::NonIncreasingTimestamp { .. } => {
                 ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
             }
@@ -347,7 +351,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-type ApiResult<T> = Result<T, ApiError>;
+pub(super) type ApiResult<T> = Result<T, ApiError>;
 
 /// The request body as a JSON object, read up to `limit` bytes (413 beyond) within the body
 /// timeout (408 after it).
@@ -643,7 +647,8 @@ async fn chat(
         s.options.coordinator_author.clone(),
     );
     let context = close_open_turn(&s, &key, &events).await?;
-    let request = CoordinatorRequest::assemble(&context, &message);
+    let request = CoordinatorRequest::assemble(&context, &message)
+        .with_recall(RecallTool::new(s.store.clone(), key.clone()));
     append_latest(&s, &key, events.user_query(&invocation, &message))
         .await
         .map_err(ApiError::store)?;
@@ -720,6 +725,15 @@ async fn chat(
                     }
                     Ok(Some(Ok(ReplyChunk::Usage { prompt_tokens, completion_tokens }))) => {
                         usage = Some((prompt_tokens, completion_tokens));
+                    }
+                    Ok(Some(Ok(chunk @ (ReplyChunk::ToolCall { .. } | ReplyChunk::ToolResult { .. })))) => {
+                        first = false;
+                        if let Err(e) =
+                            store_tool_chunk(&state, &events, &key, &invocation, &tx, chunk).await
+                        {
+                            upstream_failed(&state, &events, &key, &invocation, &tx, &e).await;
+                            return;
+                        }
                     }
                     Ok(Some(Err(e))) => {
                         upstream_failed(&state, &events, &key, &invocation, &tx, &e.to_string())
@@ -876,6 +890,44 @@ fn is_query(event: &Event) -> bool {
             c.parts.iter().any(|p| p.text.is_some())
                 && c.parts.iter().all(|p| p.function_response.is_none())
         })
+}
+
+/// A recall tool call or its result: stored as the turn's function call or function
+/// response event, and shown to the client as a `tool` event.
+async fn store_tool_chunk(
+    state: &AppState,
+    events: &EventBuilder<'_>,
+    key: &SessionKey,
+    invocation: &str,
+    tx: &mpsc::Sender<SseEvent>,
+    chunk: ReplyChunk,
+) -> Result<(), String> {
+    let (event, data) = match chunk {
+        ReplyChunk::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            let args = serde_json::from_str(&arguments).unwrap_or(Value::String(arguments));
+            let data = json!({"kind": "call", "name": name, "arguments": args});
+            (events.tool_call(invocation, &id, &name, args), data)
+        }
+        ReplyChunk::ToolResult { id, name, result } => {
+            let event = events.tool_result(invocation, &id, &name, &result);
+            (
+                event,
+                json!({"kind": "result", "name": name, "result": result}),
+            )
+        }
+        ReplyChunk::Delta(_) | ReplyChunk::Usage { .. } => return Ok(()),
+    };
+    append_latest(state, key, event)
+        .await
+        .map_err(|e| format!("the tool call could not be stored: {e}"))?;
+    let _ = tx
+        .send(SseEvent::default().event("tool").data(data.to_string()))
+        .await;
+    Ok(())
 }
 
 /// How often the server's own append is retried after another writer moved the session on.
