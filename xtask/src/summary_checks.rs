@@ -16,9 +16,27 @@ use regex::Regex;
 /// that carries one of them still states the retracted claim as valid unless it also states
 /// the corrected content.
 pub(crate) const MARKER_WORDS: [&str; 21] = [
-    "correct", "retract", "supersed", "not ", "wrong", "mix", "instead", "misread", "error",
-    "erroneous", "no longer", "withdrawn", "unreliable", "invalid", "disregard", "removed",
-    "do not", "don't", "must not", "cannot be", "✗",
+    "correct",
+    "retract",
+    "supersed",
+    "not ",
+    "wrong",
+    "mix",
+    "instead",
+    "misread",
+    "error",
+    "erroneous",
+    "no longer",
+    "withdrawn",
+    "unreliable",
+    "invalid",
+    "disregard",
+    "removed",
+    "do not",
+    "don't",
+    "must not",
+    "cannot be",
+    "✗",
 ];
 
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {

@@ -89,9 +89,9 @@ pub use ports::{
     Telemetry, TokenUsage,
 };
 pub use probe::{Probability, ProbeRequest, RUBRIC, Verdict, verdict};
-pub use receipt::{CorrectedClaim, DropReason, DroppedFinding, RECEIPT_KEY, Receipt};
 pub use recall::scan::ExpandError;
 pub use recall::{RecallHit, RecallQuery, RecallQueryError, RecalledEvent};
+pub use receipt::{CorrectedClaim, DropReason, DroppedFinding, RECEIPT_KEY, Receipt};
 pub use session::{Revision, Session, SessionKey};
 pub use settings::{ClampWarning, EffectiveSettings, Settings, SettingsError};
 pub use state::{DecisionState, extract_decision_state};

@@ -133,7 +133,10 @@ mod tests {
         );
         assert_eq!(Entry::parse(&line), Some(e.clone()));
         assert_eq!(e.now(), "It is 15.2 m, not 17.5 m.");
-        assert_eq!(e.receipt().was, "The mean canopy gap is 17.5 m, not 12.0 m.");
+        assert_eq!(
+            e.receipt().was,
+            "The mean canopy gap is 17.5 m, not 12.0 m."
+        );
         assert_eq!(Entry::parse("- Plain finding 3.4 m"), None);
     }
 }

@@ -81,12 +81,9 @@ impl FactsLedger {
             }
         }
         ledger.corrected = corrections(request);
-        ledger.figures.retain(|f| {
-            !ledger
-                .corrected
-                .iter()
-                .any(|(claim, _)| claim == &f.line)
-        });
+        ledger
+            .figures
+            .retain(|f| !ledger.corrected.iter().any(|(claim, _)| claim == &f.line));
         let replaced = format!(
             "{}\n{}",
             request.previous_summary.as_deref().unwrap_or(""),
@@ -247,7 +244,10 @@ fn corrections(request: &SummaryRequest) -> Vec<(String, String)> {
         };
         let view: Vec<Claim<'_>> = claims
             .iter()
-            .map(|(text, topic)| Claim { text, topic: *topic })
+            .map(|(text, topic)| Claim {
+                text,
+                topic: *topic,
+            })
             .collect();
         let found = supersede::supersessions(&view, &new_turn);
         let mut gone: Vec<usize> = Vec::new();
@@ -383,7 +383,10 @@ mod tests {
         assert_eq!(ledger.corrected().len(), 1, "{:?}", ledger.corrected());
         let stale = "## Summary\n- Hive density near the orchard was 12.5 colonies per km² (Ode 2019).\n- Pollen loads averaged 31 mg per forager.";
         let err = ledger.check(stale, "m").unwrap_err();
-        assert!(matches!(err, SummarizerError::RestatesSuperseded { .. }), "{err}");
+        assert!(
+            matches!(err, SummarizerError::RestatesSuperseded { .. }),
+            "{err}"
+        );
         let right = "## Summary\n- Hive density near the orchard was 21.5 colonies per km², not 12.5 (Ode 2019).\n- Pollen loads averaged 31 mg per forager.";
         assert!(ledger.check(right, "m").is_ok());
         let reconciled = ledger.reconcile("## Summary\n- Pollen loads averaged 31 mg per forager.");

@@ -49,8 +49,8 @@ use crate::bibliography;
 use crate::citation;
 use crate::corrections::{self, CORRECTIONS_HEADING, Entry};
 use crate::findings::{self, facts};
-use crate::supersede::{self, Claim, NewTurn};
 use crate::ledger::CitationLedger;
+use crate::supersede::{self, Claim, NewTurn};
 use crate::text::{collapse, cut, sentences};
 
 /// The summary's first line.
@@ -216,10 +216,14 @@ impl OfflineSummarizer {
             ));
             topics.push(topic);
         }
-        dropped.extend(dedupe(&mut topics).into_iter().map(|finding| DroppedFinding {
-            finding,
-            reason: DropReason::Duplicate,
-        }));
+        dropped.extend(
+            dedupe(&mut topics)
+                .into_iter()
+                .map(|finding| DroppedFinding {
+                    finding,
+                    reason: DropReason::Duplicate,
+                }),
+        );
         let ledger = CitationLedger::from_request(request);
         let (text, budget_dropped) = self.fit(&mut topics, &entries, &ledger);
         dropped.extend(budget_dropped.into_iter().map(|finding| DroppedFinding {
@@ -330,7 +334,11 @@ fn mask_heading(heading: &str, values: &BTreeSet<String>) -> String {
 
 /// Removes from `topic` the lines that only restate a corrected claim (the Corrections
 /// section states it once), and masks a corrected value in its heading.
-fn drop_restatements(topic: &mut Topic, pairs: &[(String, String)], dropped: &mut Vec<DroppedFinding>) {
+fn drop_restatements(
+    topic: &mut Topic,
+    pairs: &[(String, String)],
+    dropped: &mut Vec<DroppedFinding>,
+) {
     for (was, now) in pairs {
         let retracted = supersede::retracted_values(was, now);
         if supersede::values(without_pointer(&topic.heading))
@@ -391,22 +399,45 @@ fn apply_corrections(
     let found = supersede::supersessions(&claims, new_turn);
     let mut out = Vec::new();
     let mut gone: Vec<(usize, usize)> = Vec::new();
+    let mut kept_part: Vec<(usize, usize, String)> = Vec::new();
     let mut used: Vec<String> = Vec::new();
     for s in found {
         let entry = match places[s.claim] {
             (Some((t, l)), _) => {
-                gone.push((t, l));
-                entries.push(Entry::new(&topics[t].lines[l].text, number, &s.by));
+                let line = &topics[t].lines[l].text;
+                let (was, rest) = supersede::split_claim(line, &s.by);
+                match rest {
+                    // The clauses the correction does not touch stay a finding.
+                    Some(rest) => {
+                        let prefix = if line.starts_with(EVIDENCE) {
+                            EVIDENCE
+                        } else {
+                            LINE
+                        };
+                        kept_part.push((t, l, format!("{prefix}{rest}")));
+                    }
+                    None => gone.push((t, l)),
+                }
+                entries.push(Entry::new(&was, number, &s.by));
                 entries.len() - 1
             }
             (None, Some(e)) => {
-                entries[e].chain.push((number, Entry::new("", None, &s.by).now().to_owned()));
+                entries[e]
+                    .chain
+                    .push((number, Entry::new("", None, &s.by).now().to_owned()));
                 e
             }
             _ => continue,
         };
         out.push(entries[entry].receipt());
-        used.push(collapse(&s.by).to_lowercase());
+        used.extend(
+            crate::text::sentences(&s.by)
+                .iter()
+                .map(|b| collapse(b).to_lowercase()),
+        );
+    }
+    for (t, l, text) in kept_part {
+        topics[t].lines[l] = Line::finding(text);
     }
     gone.sort_unstable();
     for (t, l) in gone.into_iter().rev() {

@@ -78,6 +78,10 @@ static NEGATED_WORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:not|rather than|instead of)\s+(?:a\s+|an\s+|the\s+)?(\p{L}[\p{L}\-]{2,})")
         .expect("the pattern is valid")
 });
+/// Where a sentence divides into clauses.
+static CLAUSE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"; | — | – |, (?:yet|but|while|whereas) ").expect("the pattern is valid")
+});
 /// `12.4 … was wrong` within a clause.
 static VALUE_WAS_WRONG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
@@ -333,10 +337,12 @@ pub(crate) fn supersessions(claims: &[Claim<'_>], turn: &NewTurn) -> Vec<Superse
             }
             let shared_sources = !claim_sources.is_disjoint(&sources(cand.text));
             let shared_words = c.words.intersection(&cand.words).count();
+            // (A disputed value recurs in every turn of the dispute: labels matter only to
+            // the swap rule.)
             let shares_value = c
                 .values
                 .intersection(&cand.values)
-                .any(|v| !labels.contains(v) && !protected.contains(v));
+                .any(|v| !protected.contains(v));
             let subject = shared_sources
                 || shared_words >= MIN_SHARED_WORDS
                 || (shared_words >= 1 && shares_value);
@@ -347,11 +353,9 @@ pub(crate) fn supersessions(claims: &[Claim<'_>], turn: &NewTurn) -> Vec<Superse
                 .into_iter()
                 .any(|v| c.values.contains(&v) && !protected.contains(&v));
             let negated_word = announces_error(cand.text)
-                && shared_words >= MIN_SHARED_WORDS
                 && NEGATED_WORD.captures_iter(cand.text).any(|m| {
-                    m.get(1).is_some_and(|w| {
-                        words(w.as_str()).iter().any(|p| c.words.contains(p))
-                    })
+                    m.get(1)
+                        .is_some_and(|w| words(w.as_str()).iter().any(|p| c.words.contains(p)))
                 });
             let retracted = shared_sources && RETRACTION.is_match(cand.text);
             let swap = cand.announced
@@ -377,14 +381,61 @@ pub(crate) fn supersessions(claims: &[Claim<'_>], turn: &NewTurn) -> Vec<Superse
             *swaps_by.entry(*j).or_default() += 1;
         }
     }
+    let answers = turn.answer.len();
     found
         .into_iter()
         .filter(|(_, j, swap)| !swap || swaps_by.get(j).copied().unwrap_or(0) <= MAX_SWAP_TARGETS)
-        .map(|(claim, j, _)| Supersession {
-            claim,
-            by: sentences[j].text.clone(),
+        .map(|(claim, j, _)| {
+            // The correction goes on in the next sentences that speak of the same claim.
+            let c = Stated::of(claims[claim].text);
+            let mut by = sentences[j].text.clone();
+            if j < answers {
+                for next in sentences
+                    .iter()
+                    .take(answers)
+                    .skip(j + 1)
+                    .take(ANNOUNCED_SPAN - 1)
+                {
+                    let about = !c.values.is_disjoint(&next.values)
+                        || c.words.intersection(&words(next.text)).count() >= MIN_SHARED_WORDS;
+                    if !about || affirming(next.text) {
+                        break;
+                    }
+                    by.push(' ');
+                    by.push_str(next.text);
+                }
+            }
+            Supersession { claim, by }
         })
         .collect()
+}
+
+/// A claim line split into the clauses a correction retracts (those that state a value the
+/// correction negates, or, when it negates none, one it restates) and the rest, which stays a valid finding; `None` for the rest when every
+/// clause, or none, states a retracted value (the whole line is the claim).
+pub(crate) fn split_claim(claim: &str, by: &str) -> (String, Option<String>) {
+    // The values the correction speaks of: those it negates and those it restates.
+    let negated = negated_values(by);
+    let by_values = values(by);
+    let retracted: BTreeSet<String> = if negated.is_empty() {
+        values(claim)
+            .into_iter()
+            .filter(|v| by_values.contains(v))
+            .collect()
+    } else {
+        negated
+    };
+    let clauses: Vec<&str> = CLAUSE
+        .split(claim)
+        .filter(|c| !c.trim().is_empty())
+        .collect();
+    let (gone, kept): (Vec<&str>, Vec<&str>) = clauses
+        .iter()
+        .partition(|c| values(c).iter().any(|v| retracted.contains(v)));
+    if gone.is_empty() || kept.is_empty() || kept.iter().all(|c| values(c).is_empty()) {
+        return (claim.to_owned(), None);
+    }
+    (gone.join("; "), Some(kept.join("; ")))
 }
 
 /// True when `line` only restates `claim` after `by` corrected it: [`restates`], and every
@@ -443,7 +494,12 @@ pub(crate) fn restates(line: &str, claim: &str, by: &str) -> bool {
 /// common, or one and three content words — and says something else about it: another value beside it (a new figure for the claim's subject, the old one
 /// moved to another subject), or the same values with other words (another arm, dataset or
 /// region).
-fn swapped(claim: &Stated, sentence: &Stated, labels: &BTreeSet<String>, protected: &BTreeSet<String>) -> bool {
+fn swapped(
+    claim: &Stated,
+    sentence: &Stated,
+    labels: &BTreeSet<String>,
+    protected: &BTreeSet<String>,
+) -> bool {
     let shared: Vec<&String> = claim
         .values
         .intersection(&sentence.values)
@@ -452,10 +508,11 @@ fn swapped(claim: &Stated, sentence: &Stated, labels: &BTreeSet<String>, protect
     // Parallel statements: two values in common, or one and three content words.
     let shares_value = shared.len() >= 2
         || (shared.len() == 1 && claim.words.intersection(&sentence.words).count() >= 3);
-    let other_values = claim.values != sentence.values;
+    // It must bring something: a value the claim lacks, or the same values with other words.
+    let brings_value = !sentence.values.is_subset(&claim.values);
     let other_words =
         !claim.words.is_subset(&sentence.words) && !sentence.words.is_subset(&claim.words);
-    shares_value && (other_values || other_words)
+    shares_value && (brings_value || (claim.values == sentence.values && other_words))
 }
 
 /// What a line states: its values and content words.
@@ -511,7 +568,9 @@ mod tests {
     fn a_wrong_unit_or_increment() {
         let t = turn(
             "And per hectare?",
-            &["Thinning raised apple yield by 14.6 kg per branch, not 14.6 kg per tree — my mistake."],
+            &[
+                "Thinning raised apple yield by 14.6 kg per branch, not 14.6 kg per tree — my mistake.",
+            ],
         );
         assert_eq!(targets(&CLAIMS, &t), [0]);
     }
@@ -540,7 +599,9 @@ mod tests {
         ];
         let t = turn(
             "Is that the whole watershed?",
-            &["Correction: 312 tonnes of sediment per year is the upper sub-basin alone; the whole watershed lost 505 tonnes per year."],
+            &[
+                "Correction: 312 tonnes of sediment per year is the upper sub-basin alone; the whole watershed lost 505 tonnes per year.",
+            ],
         );
         assert_eq!(targets(&lines, &t), [0]);
     }
@@ -558,7 +619,10 @@ mod tests {
     fn the_user_corrects_their_own_statement() {
         let lines = ["- The user's cohort has 5,400 growers in the valley survey."];
         let t = NewTurn {
-            user: vec!["I gave you the wrong number: my valley survey has 4,500 growers, not 5,400.".into()],
+            user: vec![
+                "I gave you the wrong number: my valley survey has 4,500 growers, not 5,400."
+                    .into(),
+            ],
             answer: vec!["Thanks — with 4,500 growers the power drops.".into()],
             rows: Vec::new(),
             rows_announced: false,
@@ -613,8 +677,16 @@ mod tests {
     fn a_line_restating_the_old_claim_without_the_new_value_is_caught() {
         let claim = "Thinning raised apple yield by 14.6 kg per tree.";
         let by = "Thinning raised apple yield by 11.2 kg per tree, not 14.6 kg.";
-        assert!(restates("- Apple yield rose by 14.6 kg per tree after thinning.", claim, by));
-        assert!(!restates("- Apple yield rose by 11.2 kg per tree (corrected from 14.6).", claim, by));
+        assert!(restates(
+            "- Apple yield rose by 14.6 kg per tree after thinning.",
+            claim,
+            by
+        ));
+        assert!(!restates(
+            "- Apple yield rose by 11.2 kg per tree (corrected from 14.6).",
+            claim,
+            by
+        ));
         assert!(!restates("- Soil nitrate stayed at 14.6 ppm.", claim, by));
     }
 
@@ -643,6 +715,16 @@ mod tests {
             ],
         );
         assert_eq!(targets(&lines, &t), [0]);
+    }
+
+    #[test]
+    fn only_the_retracted_clause_of_a_claim_goes() {
+        let claim = "- Plots held 35 beetles per trap, yet the survey mean was 412 per site.";
+        let by = "Correction: plots held 53 beetles per trap, not 35.";
+        let (gone, rest) = split_claim(claim, by);
+        assert_eq!(gone, "- Plots held 35 beetles per trap");
+        assert_eq!(rest.as_deref(), Some("the survey mean was 412 per site."));
+        assert_eq!(split_claim("- Plots held 35 beetles.", by).1, None);
     }
 
     #[test]

@@ -52,7 +52,13 @@ const ORCHARD: &str = "Thinning the orchard raised apple yield by 14.6 kg per tr
 
 /// The seven phrasings of issue 30 item 1, each on invented claims: (claim turn, correcting
 /// turn, figure that must leave the findings (None: nothing superseded), figure that must stay).
-fn cases() -> Vec<(&'static str, TurnDigest, TurnDigest, Option<&'static str>, &'static str)> {
+fn cases() -> Vec<(
+    &'static str,
+    TurnDigest,
+    TurnDigest,
+    Option<&'static str>,
+    &'static str,
+)> {
     vec![
         (
             "wrong unit or increment",
@@ -144,7 +150,8 @@ fn each_correction_phrasing_supersedes_exactly_its_claim() {
     let offline = OfflineSummarizer::new(4_000);
     for (name, claim, correction, gone, stays) in cases() {
         // In one slice, and across two folds.
-        let one = offline.consolidate_with_receipt(&request(None, vec![claim.clone(), correction.clone()]));
+        let one = offline
+            .consolidate_with_receipt(&request(None, vec![claim.clone(), correction.clone()]));
         let first = offline.consolidate(&request(None, vec![claim]));
         let rolled = offline.consolidate_with_receipt(&request(Some(&first), vec![correction]));
         for (text, receipt) in [one, rolled] {
@@ -152,7 +159,10 @@ fn each_correction_phrasing_supersedes_exactly_its_claim() {
             assert!(body.contains(stays), "{name}: lost {stays}\n{text}");
             match gone {
                 Some(g) => {
-                    assert!(!body.contains(g), "{name}: {g} still stated as valid\n{text}");
+                    assert!(
+                        !body.contains(g),
+                        "{name}: {g} still stated as valid\n{text}"
+                    );
                     let section = corrections_section(&text);
                     assert_eq!(section.matches(g).count(), 1, "{name}: {section}");
                     assert_eq!(receipt.corrected.len(), 1, "{name}: {receipt:?}\n{text}");
@@ -180,15 +190,24 @@ fn a_correction_of_a_correction_extends_its_entry() {
     let offline = OfflineSummarizer::new(4_000);
     let first = offline.consolidate(&request(
         None,
-        vec![turn("Canopy gaps?", "The decade mean canopy gap is 12.0 m (Oduya 2018).")],
+        vec![turn(
+            "Canopy gaps?",
+            "The decade mean canopy gap is 12.0 m (Oduya 2018).",
+        )],
     ));
     let second = offline.consolidate(&request(
         Some(&first),
-        vec![turn("Sure?", "My mistake: the decade mean canopy gap is 17.5 m, not 12.0 m.")],
+        vec![turn(
+            "Sure?",
+            "My mistake: the decade mean canopy gap is 17.5 m, not 12.0 m.",
+        )],
     ));
     let third = offline.consolidate(&request(
         Some(&second),
-        vec![turn("Again?", "That correction was wrong too: the decade mean canopy gap is 15.2 m, not 17.5 m.")],
+        vec![turn(
+            "Again?",
+            "That correction was wrong too: the decade mean canopy gap is 15.2 m, not 17.5 m.",
+        )],
     ));
     let section = corrections_section(&third);
     assert_eq!(section.lines().count(), 2, "{section}");
@@ -213,7 +232,11 @@ fn repeated_folds_of_an_unchanged_history_erode_no_fact() {
         text = offline.consolidate(&request(Some(&text), Vec::new()));
     }
     for i in 0..12 {
-        for fact in [format!("{i}1.5 mm"), format!("{i}2 days"), format!("{i}3 %")] {
+        for fact in [
+            format!("{i}1.5 mm"),
+            format!("{i}2 days"),
+            format!("{i}3 %"),
+        ] {
             assert!(text.contains(&fact), "lost {fact}\n{text}");
         }
     }
@@ -230,7 +253,8 @@ fn the_receipt_agrees_with_the_summary() {
             &format!("Site {i} recorded {i}1.5 mm of growth over {i}2 days. Plot {i} lost {i}4 % of cover."),
         ));
     }
-    let (text, receipt) = OfflineSummarizer::new(500).consolidate_with_receipt(&request(None, turns));
+    let (text, receipt) =
+        OfflineSummarizer::new(500).consolidate_with_receipt(&request(None, turns));
     let stated = text
         .lines()
         .filter(|l| l.starts_with("- ") && l.chars().any(|c| c.is_ascii_digit()))
