@@ -125,16 +125,27 @@ impl Receipt {
         )
     }
 
-    /// The receipt as text lines: the headline, then each correction (`was → now`, with
-    /// its turn) and each dropped finding with its reason.
+    /// The receipt as text lines: the headline, each correction (`was → now`, with its
+    /// turn), and the dropped findings counted by reason (each one is in the JSON).
     pub fn render_text(&self) -> Vec<String> {
         let mut out = vec![self.headline()];
         for c in &self.corrected {
-            let turn = c.turn.map(|t| format!(" (turn {t})")).unwrap_or_default();
+            let turn = c.turn.map(|t| format!(" in turn {t}")).unwrap_or_default();
             out.push(format!("corrected{turn}: {} → {}", c.was, c.now));
         }
-        for d in &self.dropped {
-            out.push(format!("dropped ({}): {}", d.reason.as_str(), d.finding));
+        let reasons: Vec<String> = [
+            DropReason::Duplicate,
+            DropReason::Budget,
+            DropReason::Superseded,
+        ]
+        .into_iter()
+        .filter_map(|r| {
+            let n = self.dropped_for(r);
+            (n > 0).then(|| format!("{n} {}", r.as_str()))
+        })
+        .collect();
+        if !reasons.is_empty() {
+            out.push(format!("dropped: {}", reasons.join(", ")));
         }
         out
     }
