@@ -418,6 +418,20 @@ struct Replayed {
     failures: Vec<String>,
 }
 
+/// The receipt the engine stored on compaction `event_id`.
+async fn stored_receipt(
+    store: &SqliteStore,
+    key: &SessionKey,
+    event_id: &str,
+) -> Result<Option<compaction_core::Receipt>, String> {
+    let session = store.load(key).await.map_err(|e| e.to_string())?;
+    Ok(session
+        .events
+        .iter()
+        .find(|e| e.id == event_id)
+        .and_then(compaction_core::Receipt::of_event))
+}
+
 async fn replay(
     turns: &[EvalTurn],
     run: Run,
@@ -490,12 +504,7 @@ async fn replay(
                 .filter(|(_, ts)| summary.compaction.covers(**ts))
                 .map(|(n, _)| n)
                 .collect();
-            let session = store.load(&key).await.map_err(|e| e.to_string())?;
-            let receipt = session
-                .events
-                .iter()
-                .find(|e| e.id == summary.event_id)
-                .and_then(compaction_core::Receipt::of_event);
+            let receipt = stored_receipt(&*store, &key, &summary.event_id).await?;
             out.folds.push(Fold {
                 after_turn: i + 1,
                 text: summary.compaction.summary_text(),
@@ -911,20 +920,13 @@ fn fold_line(m: &Measure) -> String {
     )
 }
 
-async fn run_sessions(
-    args: &Args,
-    config: &SummarizerConfig,
-    map: &Map<String, Value>,
-) -> Result<bool, String> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&args.sessions)
-        .map_err(|e| format!("{}: {e}", args.sessions.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    for extra in &args.more_sessions {
+/// The `*.json` sessions of `--sessions` and every `--also` directory, by name.
+fn session_files(args: &Args) -> Result<Vec<PathBuf>, String> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in std::iter::once(&args.sessions).chain(&args.more_sessions) {
         files.extend(
-            std::fs::read_dir(extra)
-                .map_err(|e| format!("{}: {e}", extra.display()))?
+            std::fs::read_dir(dir)
+                .map_err(|e| format!("{}: {e}", dir.display()))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|x| x == "json")),
         );
@@ -933,6 +935,51 @@ async fn run_sessions(
     if files.is_empty() {
         return Err(format!("{}: no *.json session", args.sessions.display()));
     }
+    Ok(files)
+}
+
+/// Adds every fold of one replay to `totals`, printing each with `--verbose`.
+fn count_folds(
+    name: &str,
+    replayed: &Replayed,
+    turns: &[EvalTurn],
+    checks: &Corrections,
+    budget: usize,
+    verbose: bool,
+    totals: &mut Totals,
+) {
+    for (i, fold) in replayed.folds.iter().enumerate() {
+        let m = measure(fold, turns, checks);
+        totals.over_budget += usize::from(m.tokens > budget);
+        totals.over_bar += usize::from(m.tokens > SUMMARY_BAR_TOKENS);
+        totals.max_tokens = totals.max_tokens.max(m.tokens);
+        totals.restated += m.restated.len();
+        totals.valid_marked += m.valid_marked.len();
+        totals.receipt_mismatches += usize::from(m.receipt.is_some());
+        if verbose {
+            println!(
+                "  {name} fold {} (after turn {}, covers {} turns): {}",
+                i + 1,
+                fold.after_turn,
+                fold.covered.len(),
+                fold_line(&m)
+            );
+            for s in &m.restated {
+                println!("      restated: {s}");
+            }
+            for s in &m.valid_marked {
+                println!("      valid marked: {s}");
+            }
+        }
+    }
+}
+
+async fn run_sessions(
+    args: &Args,
+    config: &SummarizerConfig,
+    map: &Map<String, Value>,
+) -> Result<bool, String> {
+    let files = session_files(args)?;
     let budget = config.summary_max_tokens;
     let mut ok = true;
     for run in RUNS {
@@ -954,30 +1001,15 @@ async fn run_sessions(
                 continue;
             };
             let totals = groups.entry(group).or_default();
-            for (i, fold) in replayed.folds.iter().enumerate() {
-                let m = measure(fold, &turns, &checks);
-                totals.over_budget += usize::from(m.tokens > budget);
-                totals.over_bar += usize::from(m.tokens > SUMMARY_BAR_TOKENS);
-                totals.max_tokens = totals.max_tokens.max(m.tokens);
-                totals.restated += m.restated.len();
-                totals.valid_marked += m.valid_marked.len();
-                totals.receipt_mismatches += usize::from(m.receipt.is_some());
-                if args.verbose {
-                    println!(
-                        "  {name} fold {} (after turn {}, covers {} turns): {}",
-                        i + 1,
-                        fold.after_turn,
-                        fold.covered.len(),
-                        fold_line(&m)
-                    );
-                    for s in &m.restated {
-                        println!("      restated: {s}");
-                    }
-                    for s in &m.valid_marked {
-                        println!("      valid marked: {s}");
-                    }
-                }
-            }
+            count_folds(
+                name,
+                &replayed,
+                &turns,
+                &checks,
+                budget,
+                args.verbose,
+                totals,
+            );
             let m = measure(last, &turns, &checks);
             if let Some(dir) = &args.dump {
                 let path = dir.join(format!("{name}.{}.md", run.name));

@@ -319,7 +319,6 @@ fn labels(claims: &[Claim<'_>]) -> BTreeSet<String> {
 pub(crate) fn supersessions(claims: &[Claim<'_>], turn: &NewTurn) -> Vec<Supersession> {
     let sentences = correcting_sentences(turn);
     let labels = labels(claims);
-    let affirming = |s: &str| affirms(s) && !announces_error(s);
     // Values some sentence of the turn affirms are protected.
     let protected: BTreeSet<String> = sentences
         .iter()
@@ -327,53 +326,13 @@ pub(crate) fn supersessions(claims: &[Claim<'_>], turn: &NewTurn) -> Vec<Superse
         .flat_map(|c| c.values.iter().cloned())
         .collect();
     // (claim, sentence index, by a swap)
-    let mut found: Vec<(usize, usize, bool)> = Vec::new();
-    for (i, claim) in claims.iter().enumerate() {
-        let c = Stated::of(claim.text);
-        let claim_sources = sources(claim.text);
-        for (j, cand) in sentences.iter().enumerate() {
-            if affirming(cand.text) {
-                continue;
-            }
-            let shared_sources = !claim_sources.is_disjoint(&sources(cand.text));
-            let shared_words = c.words.intersection(&cand.words).count();
-            // (A disputed value recurs in every turn of the dispute: labels matter only to
-            // the swap rule.)
-            let shares_value = c
-                .values
-                .intersection(&cand.values)
-                .any(|v| !protected.contains(v));
-            let subject = shared_sources
-                || shared_words >= MIN_SHARED_WORDS
-                || (shared_words >= 1 && shares_value);
-            if !subject {
-                continue;
-            }
-            let negated = negated_values(cand.text)
-                .into_iter()
-                .any(|v| c.values.contains(&v) && !protected.contains(&v));
-            let negated_word = announces_error(cand.text)
-                && NEGATED_WORD.captures_iter(cand.text).any(|m| {
-                    m.get(1)
-                        .is_some_and(|w| words(w.as_str()).iter().any(|p| c.words.contains(p)))
-                });
-            let retracted = shared_sources && RETRACTION.is_match(cand.text);
-            let swap = cand.announced
-                && swapped(
-                    &c,
-                    &Stated {
-                        values: cand.values.clone(),
-                        words: cand.words.clone(),
-                    },
-                    &labels,
-                    &protected,
-                );
-            if negated || negated_word || retracted || swap {
-                found.push((i, j, !(negated || negated_word || retracted)));
-                break;
-            }
-        }
-    }
+    let found: Vec<(usize, usize, bool)> = claims
+        .iter()
+        .enumerate()
+        .filter_map(|(i, claim)| {
+            first_correction(claim.text, &sentences, &labels, &protected).map(|(j, s)| (i, j, s))
+        })
+        .collect();
     // A sentence that restates many claims is a recap, not a correction of one of them.
     let mut swaps_by: BTreeMap<usize, usize> = BTreeMap::new();
     for (_, j, swap) in &found {
@@ -381,33 +340,97 @@ pub(crate) fn supersessions(claims: &[Claim<'_>], turn: &NewTurn) -> Vec<Superse
             *swaps_by.entry(*j).or_default() += 1;
         }
     }
-    let answers = turn.answer.len();
     found
         .into_iter()
         .filter(|(_, j, swap)| !swap || swaps_by.get(j).copied().unwrap_or(0) <= MAX_SWAP_TARGETS)
-        .map(|(claim, j, _)| {
-            // The correction goes on in the next sentences that speak of the same claim.
-            let c = Stated::of(claims[claim].text);
-            let mut by = sentences[j].text.clone();
-            if j < answers {
-                for next in sentences
-                    .iter()
-                    .take(answers)
-                    .skip(j + 1)
-                    .take(ANNOUNCED_SPAN - 1)
-                {
-                    let about = !c.values.is_disjoint(&next.values)
-                        || c.words.intersection(&words(next.text)).count() >= MIN_SHARED_WORDS;
-                    if !about || affirming(next.text) {
-                        break;
-                    }
-                    by.push(' ');
-                    by.push_str(next.text);
-                }
-            }
-            Supersession { claim, by }
+        .map(|(claim, j, _)| Supersession {
+            claim,
+            by: correction_text(claims[claim].text, &sentences, j, turn.answer.len()),
         })
         .collect()
+}
+
+/// A sentence that affirms what it states and names no error.
+fn affirming(s: &str) -> bool {
+    affirms(s) && !announces_error(s)
+}
+
+/// The first sentence that corrects `claim`, and whether it does so by a swap (rather than
+/// a negation or a retraction).
+fn first_correction(
+    claim: &str,
+    sentences: &[Candidate<'_>],
+    labels: &BTreeSet<String>,
+    protected: &BTreeSet<String>,
+) -> Option<(usize, bool)> {
+    let c = Stated::of(claim);
+    let claim_sources = sources(claim);
+    for (j, cand) in sentences.iter().enumerate() {
+        if affirming(cand.text) {
+            continue;
+        }
+        let shared_sources = !claim_sources.is_disjoint(&sources(cand.text));
+        let shared_words = c.words.intersection(&cand.words).count();
+        // (A disputed value recurs in every turn of the dispute: labels matter only to the
+        // swap rule.)
+        let shares_value = c
+            .values
+            .intersection(&cand.values)
+            .any(|v| !protected.contains(v));
+        let subject = shared_sources
+            || shared_words >= MIN_SHARED_WORDS
+            || (shared_words >= 1 && shares_value);
+        if !subject {
+            continue;
+        }
+        let negated = negated_values(cand.text)
+            .into_iter()
+            .any(|v| c.values.contains(&v) && !protected.contains(&v));
+        let negated_word = announces_error(cand.text)
+            && NEGATED_WORD.captures_iter(cand.text).any(|m| {
+                m.get(1)
+                    .is_some_and(|w| words(w.as_str()).iter().any(|p| c.words.contains(p)))
+            });
+        let retracted = shared_sources && RETRACTION.is_match(cand.text);
+        let swap = cand.announced
+            && swapped(
+                &c,
+                &Stated {
+                    values: cand.values.clone(),
+                    words: cand.words.clone(),
+                },
+                labels,
+                protected,
+            );
+        if negated || negated_word || retracted || swap {
+            return Some((j, !(negated || negated_word || retracted)));
+        }
+    }
+    None
+}
+
+/// The correcting sentence `j`, and the answer's next sentences that go on about the same
+/// claim.
+fn correction_text(claim: &str, sentences: &[Candidate<'_>], j: usize, answers: usize) -> String {
+    let c = Stated::of(claim);
+    let mut by = sentences[j].text.clone();
+    if j < answers {
+        for next in sentences
+            .iter()
+            .take(answers)
+            .skip(j + 1)
+            .take(ANNOUNCED_SPAN - 1)
+        {
+            let about = !c.values.is_disjoint(&next.values)
+                || c.words.intersection(&words(next.text)).count() >= MIN_SHARED_WORDS;
+            if !about || affirming(next.text) {
+                break;
+            }
+            by.push(' ');
+            by.push_str(next.text);
+        }
+    }
+    by
 }
 
 /// A claim line split into the clauses a correction retracts (those that state a value the

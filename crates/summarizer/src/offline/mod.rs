@@ -37,7 +37,7 @@
 //! compact line each (`Haddad & Rivas 2021 — Title — doi:…`), and every other citation in one
 //! `Also cited` line. No citation of the ledger is ever lost.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 use compaction_core::{
@@ -45,12 +45,18 @@ use compaction_core::{
     Summary, SummaryRequest, TokenEstimator, TurnDigest,
 };
 
+mod budget;
+mod correct;
+
+use budget::{condense, dedupe};
+use correct::apply_corrections;
+
 use crate::bibliography;
 use crate::citation;
 use crate::corrections::{self, CORRECTIONS_HEADING, Entry};
 use crate::findings::{self, facts};
 use crate::ledger::CitationLedger;
-use crate::supersede::{self, Claim, NewTurn};
+use crate::supersede::{self, NewTurn};
 use crate::text::{collapse, cut, sentences};
 
 /// The summary's first line.
@@ -312,157 +318,6 @@ impl OfflineSummarizer {
     }
 }
 
-/// A topic heading without its turn pointer (` (turn 7)`): the pointer states no figure.
-fn without_pointer(heading: &str) -> &str {
-    match heading.rsplit_once(" (turn ") {
-        Some((rest, tail))
-            if tail.ends_with(')')
-                && tail[..tail.len() - 1].chars().all(|c| c.is_ascii_digit()) =>
-        {
-            rest
-        }
-        _ => heading,
-    }
-}
-
-/// `heading` with the numbers of `values` masked in its question, its turn pointer kept.
-fn mask_heading(heading: &str, values: &BTreeSet<String>) -> String {
-    let question = without_pointer(heading);
-    let pointer = &heading[question.len()..];
-    format!("{}{pointer}", supersede::mask_values(question, values))
-}
-
-/// Removes from `topic` the lines that only restate a corrected claim (the Corrections
-/// section states it once), and masks a corrected value in its heading.
-fn drop_restatements(
-    topic: &mut Topic,
-    pairs: &[(String, String)],
-    dropped: &mut Vec<DroppedFinding>,
-) {
-    for (was, now) in pairs {
-        let retracted = supersede::retracted_values(was, now);
-        if supersede::values(without_pointer(&topic.heading))
-            .iter()
-            .any(|v| retracted.contains(v))
-        {
-            topic.heading = mask_heading(&topic.heading, &retracted);
-        }
-    }
-    topic.lines.retain(|line| {
-        let restating = line.rank != Rank::Pinned
-            && pairs
-                .iter()
-                .any(|(was, now)| supersede::only_restates(&line.text, was, now));
-        if restating {
-            dropped.push(DroppedFinding {
-                finding: line.text.clone(),
-                reason: DropReason::Superseded,
-            });
-        }
-        !restating
-    });
-}
-
-/// Applies the corrections `new_turn` makes to the earlier claims (the lines of `topics` and
-/// the last correction of each entry): a corrected line leaves its topic, a new entry (or a
-/// longer chain) records it, and the correcting sentence moves from `topic` into the entry.
-/// Returns the receipt's records of this turn's corrections.
-fn apply_corrections(
-    topics: &mut [Topic],
-    entries: &mut Vec<Entry>,
-    topic: &mut Topic,
-    new_turn: &NewTurn,
-    number: Option<usize>,
-    dropped: &mut Vec<DroppedFinding>,
-) -> Vec<compaction_core::CorrectedClaim> {
-    // Claims: each topic's finding lines, then each entry's current value.
-    let mut places = Vec::new();
-    let mut claims = Vec::new();
-    for (t, tp) in topics.iter().enumerate() {
-        for (l, line) in tp.lines.iter().enumerate() {
-            if line.rank != Rank::Pinned && !line.facts.is_empty() {
-                places.push((Some((t, l)), None));
-                claims.push(Claim {
-                    text: &line.text,
-                    topic: t,
-                });
-            }
-        }
-    }
-    for (e, entry) in entries.iter().enumerate() {
-        places.push((None, Some(e)));
-        claims.push(Claim {
-            text: entry.now(),
-            topic: usize::MAX - e,
-        });
-    }
-    let found = supersede::supersessions(&claims, new_turn);
-    let mut out = Vec::new();
-    let mut gone: Vec<(usize, usize)> = Vec::new();
-    let mut kept_part: Vec<(usize, usize, String)> = Vec::new();
-    let mut used: Vec<String> = Vec::new();
-    for s in found {
-        let entry = match places[s.claim] {
-            (Some((t, l)), _) => {
-                let line = &topics[t].lines[l].text;
-                let (was, rest) = supersede::split_claim(line, &s.by);
-                match rest {
-                    // The clauses the correction does not touch stay a finding.
-                    Some(rest) => {
-                        let prefix = if line.starts_with(EVIDENCE) {
-                            EVIDENCE
-                        } else {
-                            LINE
-                        };
-                        kept_part.push((t, l, format!("{prefix}{rest}")));
-                    }
-                    None => gone.push((t, l)),
-                }
-                entries.push(Entry::new(&was, number, &s.by));
-                entries.len() - 1
-            }
-            (None, Some(e)) => {
-                entries[e]
-                    .chain
-                    .push((number, Entry::new("", None, &s.by).now().to_owned()));
-                e
-            }
-            _ => continue,
-        };
-        out.push(entries[entry].receipt());
-        used.extend(
-            crate::text::sentences(&s.by)
-                .iter()
-                .map(|b| collapse(b).to_lowercase()),
-        );
-    }
-    for (t, l, text) in kept_part {
-        topics[t].lines[l] = Line::finding(text);
-    }
-    gone.sort_unstable();
-    for (t, l) in gone.into_iter().rev() {
-        topics[t].lines.remove(l);
-    }
-    let pairs: Vec<(String, String)> = out.iter().map(|c| (c.was.clone(), c.now.clone())).collect();
-    // The correcting turn's question states no corrected figure: it asked about it.
-    for (was, _) in &pairs {
-        topic.heading = mask_heading(&topic.heading, &supersede::values(was));
-    }
-    for tp in topics.iter_mut().chain(std::iter::once(&mut *topic)) {
-        drop_restatements(tp, &pairs, dropped);
-    }
-    // The correcting sentences are stated in their entries.
-    topic.lines.retain(|line| {
-        let body = line
-            .text
-            .strip_prefix(LINE)
-            .or_else(|| line.text.strip_prefix(EVIDENCE))
-            .unwrap_or(&line.text);
-        !used.contains(&collapse(body).to_lowercase())
-    });
-    out
-}
-
 fn render_topics(topics: &[Topic]) -> String {
     let mut out = String::from(TITLE);
     for topic in topics {
@@ -470,134 +325,6 @@ fn render_topics(topics: &[Topic]) -> String {
         topic.render(&mut out);
     }
     out
-}
-
-/// Drops lines until the prose fits `target` characters (when it is over `limit`): see the
-/// module docs for the order. Returns how many lines went.
-fn condense(topics: &mut Vec<Topic>, target: usize, limit: usize, gone: &mut Vec<Line>) -> usize {
-    let mut total = TITLE.chars().count() + topics.iter().map(Topic::chars).sum::<usize>();
-    if total <= limit {
-        return 0;
-    }
-    let mut dropped = 0;
-    let mut count: HashMap<String, usize> = HashMap::new();
-    for line in topics.iter().flat_map(|t| &t.lines) {
-        for f in &line.facts {
-            *count.entry(f.clone()).or_default() += 1;
-        }
-    }
-    let restated = |line: &Line, count: &HashMap<String, usize>| {
-        !line.facts.is_empty()
-            && line
-                .facts
-                .iter()
-                .all(|f| count.get(f).copied().unwrap_or(0) > 1)
-    };
-    // (rank, only restated lines)
-    let passes = [
-        (Rank::Prose, false),
-        (Rank::Evidence, true),
-        (Rank::Figure, true),
-        (Rank::Cited, true),
-        (Rank::Evidence, false),
-        (Rank::Figure, false),
-        (Rank::Cited, false),
-    ];
-    // First every topic keeps its headline (its first finding), so that an old topic shrinks
-    // to its question and one finding before any topic loses its last one; then headlines go,
-    // oldest topic first.
-    let last_resort = [
-        (Rank::Evidence, false),
-        (Rank::Figure, false),
-        (Rank::Cited, false),
-    ];
-    let passes = passes
-        .iter()
-        .map(|&(rank, restated)| (rank, restated, true))
-        .chain(
-            last_resort
-                .iter()
-                .map(|&(rank, restated)| (rank, restated, false)),
-        );
-    for (rank, only_restated, keep_headline) in passes {
-        for topic in topics.iter_mut() {
-            let mut i = 0;
-            while total > target && i < topic.lines.len() {
-                let headline = keep_headline.then(|| topic.headline()).flatten();
-                let line = &topic.lines[i];
-                if line.rank == rank
-                    && Some(i) != headline
-                    && (!only_restated || restated(line, &count))
-                {
-                    for f in &line.facts {
-                        if let Some(c) = count.get_mut(f) {
-                            *c -= 1;
-                        }
-                    }
-                    total -= line.text.chars().count() + 1;
-                    gone.push(topic.lines.remove(i));
-                    dropped += 1;
-                } else {
-                    i += 1;
-                }
-            }
-        }
-    }
-    // Then the headings of topics left empty, oldest first (the newest topic stays).
-    let mut i = 0;
-    while total > target && i + 1 < topics.len() {
-        if topics[i].lines.is_empty() {
-            total -= topics.remove(i).chars();
-            dropped += 1;
-        } else {
-            i += 1;
-        }
-    }
-    dropped
-}
-
-/// One statement per finding: removes repeated lines (same text up to case) and lines whose
-/// every fact a line kept before states — pinned lines first, then the answers' lines, then
-/// the syntheses' (`* `), oldest topic first. Returns the findings removed.
-fn dedupe(topics: &mut [Topic]) -> Vec<String> {
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut stated: HashSet<String> = HashSet::new();
-    let mut removed = Vec::new();
-    let passes: [fn(&Line) -> bool; 3] = [
-        |l| l.rank == Rank::Pinned,
-        |l| l.rank != Rank::Pinned && !l.text.starts_with(EVIDENCE),
-        |l| l.text.starts_with(EVIDENCE),
-    ];
-    let mut keep: Vec<Vec<bool>> = topics.iter().map(|t| vec![true; t.lines.len()]).collect();
-    for pass in passes {
-        for (t, topic) in topics.iter().enumerate() {
-            for (i, line) in topic.lines.iter().enumerate() {
-                if !pass(line) {
-                    continue;
-                }
-                let repeated = !seen.insert(collapse(&line.text).to_lowercase());
-                let restated = line.rank != Rank::Pinned
-                    && !line.facts.is_empty()
-                    && line.facts.iter().all(|f| stated.contains(f));
-                if repeated || restated {
-                    keep[t][i] = false;
-                } else {
-                    stated.extend(line.facts.iter().cloned());
-                }
-            }
-        }
-    }
-    for (topic, keep) in topics.iter_mut().zip(keep) {
-        let mut k = keep.into_iter();
-        topic.lines.retain(|line| {
-            let kept = k.next().unwrap_or(true);
-            if !kept && !line.facts.is_empty() {
-                removed.push(line.text.clone());
-            }
-            kept
-        });
-    }
-    removed
 }
 
 /// One turn as a topic, and the turn as the correction step reads it.
@@ -817,9 +544,9 @@ mod tests {
             vec![turn("Plating?", "Plating starts at 4.5 C (Lee 2021).", "")],
         ));
         assert!(!unnumbered.contains("(turn "), "{unnumbered}");
-        assert_eq!(without_pointer("### Q: x? (turn 12)"), "### Q: x?");
+        assert_eq!(correct::without_pointer("### Q: x? (turn 12)"), "### Q: x?");
         assert_eq!(
-            without_pointer("### Q: x (turn of phrase)"),
+            correct::without_pointer("### Q: x (turn of phrase)"),
             "### Q: x (turn of phrase)"
         );
     }
