@@ -504,7 +504,7 @@ async fn replay(
                 .filter(|(_, ts)| summary.compaction.covers(**ts))
                 .map(|(n, _)| n)
                 .collect();
-            let receipt = stored_receipt(&*store, &key, &summary.event_id).await?;
+            let receipt = stored_receipt(&store, &key, &summary.event_id).await?;
             out.folds.push(Fold {
                 after_turn: i + 1,
                 text: summary.compaction.summary_text(),
