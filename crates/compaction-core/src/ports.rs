@@ -537,6 +537,16 @@ pub trait SessionStore: Send + Sync {
         Ok(None)
     }
 
+    /// Sessions whose newest turn is open (a query whose reply has not completed it, the gate
+    /// header's [`crate::OpenTurn::Open`]) and to which nothing was appended before `before`:
+    /// what a crash may have left open, for a service to close at start. The answer may hold
+    /// more than that (an errored turn is open too): the caller checks each session's context.
+    /// `None` when the store cannot list its sessions (the default).
+    async fn open_turns(&self, before: Timestamp) -> Result<Option<Vec<SessionKey>>, StoreError> {
+        let _ = before;
+        Ok(None)
+    }
+
     /// Appends `event` if the session is still at `expected`; returns the new revision, or
     /// [`StoreError::Stale`] when another writer moved it on. Atomic: all or nothing.
     async fn append(

@@ -118,6 +118,8 @@ mod header;
 #[cfg(feature = "sqlite")]
 mod integrity;
 #[cfg(feature = "sqlite")]
+mod open_turns;
+#[cfg(feature = "sqlite")]
 mod port;
 #[cfg(feature = "postgres")]
 pub mod postgres;

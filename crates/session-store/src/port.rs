@@ -291,6 +291,10 @@ port_impl!(SqliteStore {
         let key = key.clone();
         Ok(self.spawn_blocking(move |s| s.turns_before(&key, ts)).await?)
     }
+
+    async fn open_turns(&self, before: Timestamp) -> Result<Option<Vec<SessionKey>>, StoreError> {
+        Ok(Some(self.spawn_blocking(move |s| s.open_turns(before)).await?))
+    }
 });
 
 // ADK's file may not be given indexes of ours, so its context, compaction history and recall
