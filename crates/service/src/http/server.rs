@@ -544,6 +544,7 @@ async fn get_session(
                 "end_timestamp": c.end_timestamp,
                 "summary_chars": c.summary_chars,
                 "subsumed": c.subsumed,
+                "receipt": c.receipt,
             })
         })
         .collect();
