@@ -28,7 +28,9 @@
 //! # Cost
 //! As on SQLite, ADK's layout has no gate header: the gate snapshot and the live tail read
 //! every row of the session as an outline (the server drops `content` before sending), then
-//! the tail's rows whole.
+//! the tail's rows whole in one batched statement (module `adk_tail`), once per revision of
+//! the session ([`crate::tail_memo`]). An append waits for ADK's row lock at most 5 s
+//! (`lock_timeout`), then fails `store_locked`.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -91,7 +93,7 @@ pub(crate) struct EventRow {
 pub struct AdkPostgresStore {
     pub(crate) db: PostgresStore,
     /// The last outline read's answer, by revision (module `adk_tail`).
-    pub(crate) tail: std::sync::Arc<crate::postgres::adk_tail::TailCache>,
+    pub(crate) tail: std::sync::Arc<crate::tail_memo::TailMemo>,
 }
 
 fn now_seconds() -> f64 {

@@ -1,13 +1,10 @@
 //! [`AdkPostgresStore`]'s reads of the live tail: one outline read of the session and one
 //! batched read of the rows it needs whole, at most once per revision of the session.
 //!
-//! A post-turn evaluation asks for the gate snapshot, then (past the gate) the live tail, then
-//! the scope warning: three questions about one revision. The answer of the last outline read
-//! is kept with the session's revision (ADK's `update_time`, which every append moves), so the
-//! later questions cost one indexed row (revision and merged state) instead of the session.
+//! The answer is kept per revision ([`crate::tail_memo`]): the gate snapshot, the live tail and
+//! the scope warning of one evaluation read the session once.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
 
 use compaction_core::{
     Event, GateSnapshot, Revision, ScopedUserMessages, Session, SessionKey,
@@ -18,34 +15,7 @@ use deadpool_postgres::Transaction;
 
 use crate::error::SessionStoreError;
 use crate::postgres::adk::{AdkPostgresStore, EventRow, Operation, column_seconds};
-
-/// What one outline read found, for one revision of one session.
-#[derive(Debug, Clone)]
-struct Tail {
-    key: SessionKey,
-    revision: Revision,
-    events: Vec<Event>,
-    prompt_tokens: Option<u64>,
-    scoped: ScopedUserMessages,
-}
-
-/// The last [`Tail`] read by a store (shared by its clones).
-#[derive(Debug, Default)]
-pub(crate) struct TailCache(Mutex<Option<Tail>>);
-
-impl TailCache {
-    fn get(&self, key: &SessionKey, revision: Revision) -> Option<Tail> {
-        let cached = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        cached
-            .as_ref()
-            .filter(|t| t.revision == revision && &t.key == key)
-            .cloned()
-    }
-
-    fn put(&self, tail: Tail) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(tail);
-    }
-}
+use crate::tail_memo::Tail;
 
 impl AdkPostgresStore {
     /// The rolling tail ([`compaction_core::rolling_tail_positions`]), the coordinator prompt
