@@ -14,6 +14,9 @@
 //!   figures per split, or per labelled research session probing every turn.
 //! - `eval-summary [--sessions DIR] [--summarizer offline|chat|auto] [--canary]`: how much of
 //!   the folded turns the rolling summary keeps (see `eval_summary`).
+//! - `bench-hook [--dir DIR] [--runs N] [--only native|adk|pg] [--keep]`: the post-turn hook
+//!   (`compaction evaluate`, release build) on small and large databases side by side, for
+//!   docs/BENCHMARKS.md (see `bench_hook`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -22,6 +25,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 mod adk;
+mod bench_hook;
 mod eval;
 mod eval_summary;
 mod pg;
@@ -223,6 +227,7 @@ fn main() -> ExitCode {
             }
         },
         Some("pg") => pg::command(&args[1..]),
+        Some("bench-hook") => bench_hook::command(&args[1..]),
         Some("eval-decision") => eval::eval_decision(&args[1..]),
         Some("eval-summary") => eval_summary::eval_summary(&args[1..]),
         Some("adk-interop") => match adk::interop() {
@@ -234,7 +239,7 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask <verify|purity|publish|eval-decision|eval-summary|adk-interop|pg>"
+                "usage: cargo xtask <verify|purity|publish|eval-decision|eval-summary|adk-interop|pg|bench-hook>"
             );
             ExitCode::from(2)
         }

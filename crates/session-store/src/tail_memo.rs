@@ -6,10 +6,15 @@
 //! (ADK's `update_time`, which every append moves, ADK's own and this crate's), so the later
 //! questions of a run cost one indexed row (revision and merged state) instead of the session.
 //! The state is never kept: another session's append may change its `app:`/`user:` part.
+//!
+//! After the store's own append (the engine's compaction event) the revision moves, but the
+//! scope warning the run asks next is still known: an appended event without a rewind drops
+//! nothing, so the scoped user messages are the kept ones plus the event's own
+//! ([`TailMemo::advance`]); the tail itself is not carried over (it is read again if asked).
 
 use std::sync::{Mutex, PoisonError};
 
-use compaction_core::{Event, Revision, ScopedUserMessages, SessionKey};
+use compaction_core::{Event, Revision, ScopedUserMessages, SessionKey, scoped_user_messages};
 
 /// What one outline read found, for one revision of one session.
 #[derive(Debug, Clone)]
@@ -24,21 +29,68 @@ pub(crate) struct Tail {
     pub(crate) scoped: ScopedUserMessages,
 }
 
+/// What the memo keeps: the last read's answer, and the revision its scope warning is
+/// known at (the read's, or a later one of this store's own appends).
+#[derive(Debug)]
+struct Kept {
+    tail: Tail,
+    scoped_at: Revision,
+}
+
 /// The last [`Tail`] a store read (shared by its clones).
 #[derive(Debug, Default)]
-pub(crate) struct TailMemo(Mutex<Option<Tail>>);
+pub(crate) struct TailMemo(Mutex<Option<Kept>>);
 
 impl TailMemo {
+    fn kept(&self) -> std::sync::MutexGuard<'_, Option<Kept>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The kept answer for `key` at `revision`, if it is the one kept.
     pub(crate) fn get(&self, key: &SessionKey, revision: Revision) -> Option<Tail> {
-        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        kept.as_ref()
+        self.kept()
+            .as_ref()
+            .map(|k| &k.tail)
             .filter(|t| t.revision == revision && &t.key == key)
             .cloned()
     }
 
+    /// The scope warning for `key` at `revision`, if it is known.
+    pub(crate) fn scoped(
+        &self,
+        key: &SessionKey,
+        revision: Revision,
+    ) -> Option<ScopedUserMessages> {
+        self.kept()
+            .as_ref()
+            .filter(|k| k.scoped_at == revision && &k.tail.key == key)
+            .map(|k| k.tail.scoped.clone())
+    }
+
     /// Keeps `tail` (replacing the one kept).
     pub(crate) fn put(&self, tail: Tail) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(tail);
+        let scoped_at = tail.revision;
+        *self.kept() = Some(Kept { tail, scoped_at });
+    }
+
+    /// This store appended `event` to `key`, moving it from revision `from` to `to`: the scope
+    /// warning known at `from` is carried to `to` with the event's own part, unless the event
+    /// rewinds (which may drop earlier messages).
+    pub(crate) fn advance(&self, key: &SessionKey, from: Revision, to: Revision, event: &Event) {
+        let mut kept = self.kept();
+        let Some(k) = kept.as_mut().filter(|k| &k.tail.key == key) else {
+            return;
+        };
+        if k.scoped_at != from || event.actions.rewind_before_invocation_id.is_some() {
+            return;
+        }
+        let own = scoped_user_messages(std::slice::from_ref(event));
+        k.tail.scoped.count += own.count;
+        for scope in own.scopes {
+            if !k.tail.scoped.scopes.contains(&scope) {
+                k.tail.scoped.scopes.push(scope);
+            }
+        }
+        k.scoped_at = to;
     }
 }

@@ -468,14 +468,7 @@ impl AdkStore {
         key: &SessionKey,
     ) -> Result<(Session, Option<u64>, ScopedUserMessages), SessionStoreError> {
         self.read_session(key, |conn, revision, state| {
-            let tail = match self.inner.tail.get(key, revision) {
-                Some(tail) => tail,
-                None => {
-                    let tail = self.read_tail(conn, key, revision)?;
-                    self.inner.tail.put(tail.clone());
-                    tail
-                }
-            };
+            let tail = self.tail_at(conn, key, revision)?;
             let session = Session {
                 key: key.clone(),
                 state,
@@ -484,6 +477,21 @@ impl AdkStore {
             };
             Ok((session, tail.prompt_tokens, tail.scoped))
         })
+    }
+
+    /// The kept answer at `revision`, or a new read of it (then kept).
+    fn tail_at(
+        &self,
+        conn: &Connection,
+        key: &SessionKey,
+        revision: Revision,
+    ) -> Result<crate::tail_memo::Tail, SessionStoreError> {
+        if let Some(tail) = self.inner.tail.get(key, revision) {
+            return Ok(tail);
+        }
+        let tail = self.read_tail(conn, key, revision)?;
+        self.inner.tail.put(tail.clone());
+        Ok(tail)
     }
 
     /// One outline read of the session, then the rows of its rolling tail and scoped-user
@@ -560,12 +568,18 @@ impl AdkStore {
     }
 
     /// The user messages of the session that ADK's Runner filed inside a pipeline scope (see
-    /// [`ScopedUserMessages`]: a scope no `finish_task` closed), from one outline read.
+    /// [`ScopedUserMessages`]: a scope no `finish_task` closed), from one outline read, or
+    /// without one after this store's own append ([`crate::tail_memo`]).
     pub fn scoped_user_messages(
         &self,
         key: &SessionKey,
     ) -> Result<ScopedUserMessages, SessionStoreError> {
-        Ok(self.read_live_tail(key)?.2)
+        self.read_session(key, |conn, revision, _state| {
+            match self.inner.tail.scoped(key, revision) {
+                Some(scoped) => Ok(scoped),
+                None => Ok(self.tail_at(conn, key, revision)?.scoped),
+            }
+        })
     }
 
     /// The gate's figures and the revision they belong to, from one read of the live tail:
@@ -734,6 +748,8 @@ impl AdkStore {
         )
         .map_err(self.sqlite_error(op))?;
         tx.commit().map_err(self.sqlite_error(op))?;
-        Ok(Revision(new_micros.unsigned_abs()))
+        let to = Revision(new_micros.unsigned_abs());
+        self.inner.tail.advance(key, expected, to, event);
+        Ok(to)
     }
 }

@@ -545,6 +545,9 @@ impl AdkPostgresStore {
         }
         .await;
         self.db.release(client, &result);
+        if let Ok(to) = result {
+            self.tail.advance(key, expected, to, event);
+        }
         result
     }
 }

@@ -28,14 +28,7 @@ impl AdkPostgresStore {
         key: &SessionKey,
     ) -> Result<(Session, Option<u64>, ScopedUserMessages), SessionStoreError> {
         self.read(key, async |tx, revision, state| {
-            let tail = match self.tail.get(key, revision) {
-                Some(tail) => tail,
-                None => {
-                    let tail = self.read_tail(tx, key, revision).await?;
-                    self.tail.put(tail.clone());
-                    tail
-                }
-            };
+            let tail = self.tail_at(tx, key, revision).await?;
             let session = Session {
                 key: key.clone(),
                 state,
@@ -45,6 +38,21 @@ impl AdkPostgresStore {
             Ok((session, tail.prompt_tokens, tail.scoped))
         })
         .await
+    }
+
+    /// The kept answer at `revision`, or a new read of it (then kept).
+    async fn tail_at(
+        &self,
+        tx: &Transaction<'_>,
+        key: &SessionKey,
+        revision: Revision,
+    ) -> Result<Tail, SessionStoreError> {
+        if let Some(tail) = self.tail.get(key, revision) {
+            return Ok(tail);
+        }
+        let tail = self.read_tail(tx, key, revision).await?;
+        self.tail.put(tail.clone());
+        Ok(tail)
     }
 
     /// One outline read of the session and one batched read of the rows needed whole.
@@ -147,12 +155,19 @@ impl AdkPostgresStore {
         Ok(self.read_live_tail(key).await?.0)
     }
 
-    /// The user messages ADK's Runner filed inside a pipeline scope no `finish_task` closed.
+    /// The user messages ADK's Runner filed inside a pipeline scope no `finish_task` closed:
+    /// known without a read after this store's own append ([`crate::tail_memo`]).
     pub async fn scoped_user_messages(
         &self,
         key: &SessionKey,
     ) -> Result<ScopedUserMessages, SessionStoreError> {
-        Ok(self.read_live_tail(key).await?.2)
+        self.read(key, async |tx, revision, _state| {
+            match self.tail.scoped(key, revision) {
+                Some(scoped) => Ok(scoped),
+                None => Ok(self.tail_at(tx, key, revision).await?.scoped),
+            }
+        })
+        .await
     }
 
     /// The gate's figures and their revision, from one read of the live tail (as the SQLite
