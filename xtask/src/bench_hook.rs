@@ -15,7 +15,8 @@
 //! `--prepare` restores the session: a copy of the file (with its check stamp, times kept) on
 //! SQLite, `bench_reset` on PostgreSQL. The files go to `--dir` (default
 //! `/tmp/compaction-bench-hook`; ADK's to `/dev/shm` when it exists, since filling them is one
-//! committed transaction per event) and are deleted at the end unless `--keep`. Needs
+//! committed transaction per event) and are deleted at the end unless `--keep`, as is the
+//! PostgreSQL database `compaction_bench_hook`. Needs
 //! `hyperfine` on PATH, and `psql` for PostgreSQL. Prints a Markdown table of medians.
 
 // A developer tool: progress goes to stderr, the table to stdout.
@@ -35,6 +36,8 @@ const OTHER_EVENTS: usize = 300;
 const OTHER_COPIES: usize = 10_000;
 const ADK_SIZES: [usize; 2] = [1_000, 50_000];
 const PG_SIZES: [usize; 2] = [1_000, 10_000];
+/// The PostgreSQL database the ADK tables are written to (dropped first, and at the end).
+const PG_DATABASE: &str = "compaction_bench_hook";
 
 struct Options {
     dir: PathBuf,
@@ -96,6 +99,9 @@ pub(crate) fn command(args: &[String]) -> ExitCode {
         if !options.keep {
             let _ = std::fs::remove_dir_all(&options.dir);
             let _ = std::fs::remove_dir_all(adk_dir(&options.dir));
+            if let Some(url) = options.pg_url.as_deref().filter(|_| wants(&options, "pg")) {
+                let _ = fixtures::psql(url, &format!("DROP DATABASE IF EXISTS {PG_DATABASE}"));
+            }
         }
         outcome
     });
@@ -293,7 +299,7 @@ fn database_url(url: &str, database: &str) -> String {
 }
 
 fn pg_pairs(url: &str) -> Result<Vec<Pair>, String> {
-    let database = "compaction_bench_hook";
+    let database = PG_DATABASE;
     fixtures::psql(url, &format!("DROP DATABASE IF EXISTS {database}"))?;
     fixtures::psql(url, &format!("CREATE DATABASE {database}"))?;
     let db = database_url(url, database);

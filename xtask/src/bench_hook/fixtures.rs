@@ -42,13 +42,12 @@ fn now_seconds() -> f64 {
 
 /// The history of a session of about `events` events: `fast`'s, or (`force`) the same plus
 /// one turn whose prompt tokens pass the ceiling.
-fn history(events: usize, force: bool) -> Vec<Event> {
+/// The events start at `start` (see [`start_of`]).
+fn history(events: usize, force: bool, start: f64) -> Vec<Event> {
     let mut all = Vec::with_capacity(events + 2);
-    history::fill(
-        EventFactory::starting_at(now_seconds().ceil() + 1.0),
-        events,
-        |e| all.push(e.clone()),
-    );
+    history::fill(EventFactory::starting_at(start), events, |e| {
+        all.push(e.clone());
+    });
     if force {
         let last = all.last().map_or(now_seconds(), |e| e.timestamp.seconds());
         let mut f = EventFactory::starting_at(last.ceil() + 1.0);
@@ -60,6 +59,13 @@ fn history(events: usize, force: bool) -> Vec<Event> {
         }
     }
     all
+}
+
+/// When a history of about `events` events starts: in the past, one second an event, so that
+/// it ends an hour before now and the engine's compaction event (timestamped now) comes after
+/// it, as ADK's layouts require.
+fn start_of(events: usize) -> f64 {
+    (now_seconds() - 3_600.0 - 2.0 * events as f64).floor()
 }
 
 /// A native store file at `path` with `fast` and `force` of about `events` events each, and
@@ -76,7 +82,7 @@ pub(crate) fn native(path: &Path, events: usize, other: Option<usize>) -> Result
             .create_session(&key, Map::new())
             .map_err(|e| e.to_string())?;
         let mut revision = Revision(0);
-        for e in &history(size, force) {
+        for e in &history(size, force, start_of(size)) {
             revision = store
                 .append_event(&key, revision, e)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -130,11 +136,21 @@ pub(crate) fn adk_sqlite(path: &Path, events: usize) -> Result<(), String> {
     let store = AdkStore::open(path).map_err(|e| e.to_string())?;
     for (name, force) in [("fast", false), ("force", true)] {
         let key = key(name);
-        let created = store
+        store
             .create_session(&key, Map::new())
             .map_err(|e| e.to_string())?;
-        let mut revision = created.revision;
-        for e in &history(events, force) {
+        // ADK's session is created now; moved back before its history's first event.
+        let start = start_of(events);
+        rusqlite::Connection::open(path)
+            .and_then(|c| {
+                c.execute(
+                    "UPDATE sessions SET create_time = ?1, update_time = ?1 WHERE id = ?2",
+                    rusqlite::params![backdated(start), key.session_id],
+                )
+            })
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut revision = store.revision(&key).map_err(|e| e.to_string())?;
+        for e in &history(events, force, start) {
             revision = store
                 .append_event(&key, revision, e)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -154,12 +170,22 @@ pub(crate) async fn adk_postgres(url: &str, sizes: &[usize]) -> Result<(), Strin
     for &size in sizes {
         for (name, force) in [("fast", false), ("force", true)] {
             let key = key(&format!("{name}-{size}"));
-            let created = store
+            store
                 .create_session(&key, Map::new())
                 .await
                 .map_err(|e| e.to_string())?;
-            let mut revision = created.revision;
-            for e in &history(size, force) {
+            let start = start_of(size);
+            psql(
+                url,
+                &format!(
+                    "UPDATE sessions SET create_time = '{0}', update_time = '{0}' \
+                     WHERE id = '{1}'",
+                    backdated(start),
+                    key.session_id
+                ),
+            )?;
+            let mut revision = store.revision(&key).await.map_err(|e| e.to_string())?;
+            for e in &history(size, force, start) {
                 revision = store
                     .append_event(&key, revision, e)
                     .await
@@ -203,9 +229,47 @@ pub(crate) fn psql(url: &str, sql: &str) -> Result<(), String> {
     }
 }
 
+/// ADK's naive UTC time text for a second before `start`.
+fn backdated(start: f64) -> String {
+    let seconds = start as i64 - 1;
+    let (days, rest) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.000000",
+        rest / 3_600,
+        rest % 3_600 / 60,
+        rest % 60
+    )
+}
+
 /// `path` with `suffix` appended to its file name.
 pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The civil date of a second, as Python's `datetime.utcfromtimestamp` gives it.
+    #[test]
+    fn backdated_is_adks_time_text_a_second_before() {
+        assert_eq!(
+            super::backdated(1_796_364_131.0),
+            "2026-12-04 06:02:10.000000"
+        );
+        assert_eq!(
+            super::backdated(951_782_401.0),
+            "2000-02-29 00:00:00.000000"
+        );
+    }
 }
