@@ -220,7 +220,8 @@ pub fn subsumed_compaction_ids(events: &[Event]) -> Vec<String> {
     let view = coordinator_view(events);
     subsumption(&view)
         .into_iter()
-        .filter_map(|(i, subsumed)| subsumed.then(|| view[i].id.clone()))
+        .filter(|&(_, subsumed)| subsumed)
+        .map(|(i, _)| view[i].id.clone())
         .collect()
 }
 
