@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use compaction_core::{
     Clock, ContextEntry, Event, EventBuilder, IdGenerator, Revision, SessionKey, SessionStore,
-    StoreError, Timestamp, completed_turns, coordinator_view,
+    StoreError, Timestamp,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -24,7 +24,10 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tracing::Instrument as _;
 
-use super::coordinator::{Coordinator, CoordinatorRequest, ReplyChunk, SelectedCoordinator};
+use super::coordinator::{
+    Coordinator, CoordinatorRequest, RecallTool, ReplyChunk, SelectedCoordinator,
+};
+use super::relay::Relayed;
 use crate::lane::{LaneError, LaneReport, Lanes};
 
 /// The largest chat message accepted by default: 1 MiB.
@@ -108,7 +111,7 @@ impl ServeOptions {
 /// The reference service: build it, take its [`Server::router`] or [`Server::serve`] it.
 #[derive(Clone)]
 pub struct Server {
-    state: Arc<AppState>,
+    pub(super) state: Arc<AppState>,
 }
 
 impl std::fmt::Debug for Server {
@@ -120,14 +123,14 @@ impl std::fmt::Debug for Server {
     }
 }
 
-struct AppState {
-    store: Arc<dyn SessionStore>,
+pub(super) struct AppState {
+    pub(super) store: Arc<dyn SessionStore>,
     lanes: Lanes,
     coordinator: Arc<dyn Coordinator>,
     coordinator_reason: String,
-    clock: Arc<dyn Clock>,
-    ids: Arc<dyn IdGenerator>,
-    options: ServeOptions,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) ids: Arc<dyn IdGenerator>,
+    pub(super) options: ServeOptions,
     reports: Mutex<VecDeque<Arc<LaneReport>>>,
     stopping: watch::Sender<bool>,
     /// Raised when the shutdown's grace period has passed: running chat streams store what they
@@ -221,6 +224,7 @@ impl Server {
             .route("/v1/sessions/{app}/{user}/{id}/outcomes", get(outcomes))
             .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
             .with_state(self.state.clone())
+            .merge(super::recall::router(self.state.store.clone()))
             .merge(self.state.page.router())
             .method_not_allowed_fallback(|| async {
                 ApiError::new(
@@ -305,11 +309,11 @@ impl ApiError {
         }
     }
 
-    fn bad_request(message: impl Into<String>) -> Self {
+    pub(super) fn bad_request(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::BAD_REQUEST, message)
     }
 
-    fn store(error: StoreError) -> Self {
+    pub(super) fn store(error: StoreError) -> Self {
         match error {
             StoreError::NotFound(key) => {
                 ApiError::new(StatusCode::NOT_FOUND, format!("session {key} not found"))
@@ -329,6 +333,7 @@ impl ApiError {
                      nothing written"
                 ),
             ),
+            e @ StoreError::Expand { .. } => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
             e @ StoreError::NonIncreasingTimestamp { .. } => {
                 ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
             }
@@ -347,7 +352,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-type ApiResult<T> = Result<T, ApiError>;
+pub(super) type ApiResult<T> = Result<T, ApiError>;
 
 /// The request body as a JSON object, read up to `limit` bytes (413 beyond) within the body
 /// timeout (408 after it).
@@ -641,8 +646,11 @@ async fn chat(
         s.ids.as_ref(),
         s.options.coordinator_author.clone(),
     );
-    let context = close_open_turn(&s, &key, &events).await?;
-    let request = CoordinatorRequest::assemble(&context, &message);
+    let context = super::open_turns::close_open_turn(&s, &key, &events)
+        .await
+        .map_err(ApiError::store)?;
+    let request = CoordinatorRequest::assemble(&context, &message)
+        .with_recall(RecallTool::new(s.store.clone(), key.clone()));
     append_latest(&s, &key, events.user_query(&invocation, &message))
         .await
         .map_err(ApiError::store)?;
@@ -660,6 +668,12 @@ async fn chat(
         .into())
     });
     let mut cancel = s.cancel.subscribe();
+    let llm = super::llm_span::LlmSpan::start(
+        &span,
+        &s.coordinator.info(),
+        &request,
+        (s.options.hide_inputs, s.options.hide_outputs),
+    );
 
     let (tx, rx) = mpsc::channel::<SseEvent>(32);
     let (closed_tx, closed_rx) = oneshot::channel();
@@ -667,75 +681,44 @@ async fn chat(
     let pump = async move {
         let author = state.options.coordinator_author.clone();
         let events = EventBuilder::new(state.clock.as_ref(), state.ids.as_ref(), author);
-        let mut upstream = match upstream {
-            Ok(stream) => stream,
-            Err(e) => {
-                upstream_failed(&state, &events, &key, &invocation, &tx, &e.to_string()).await;
+        let relayed = match upstream {
+            Ok(stream) => {
+                let relay = super::relay::Relay {
+                    state: &state,
+                    events: &events,
+                    key: &key,
+                    invocation: &invocation,
+                    tx: &tx,
+                    limits: &limits,
+                };
+                relay.run(stream, &mut cancel).await
+            }
+            Err(e) => Relayed::Failed {
+                text: String::new(),
+                message: e.to_string(),
+            },
+        };
+        let (text, usage) = match relayed {
+            Relayed::Whole { text, usage } => (text, usage),
+            Relayed::ClientGone { text, reason } => {
+                llm.failed(&text, reason);
+                client_gone(&state, &events, &key, &invocation, &text).await;
+                return;
+            }
+            Relayed::Failed { text, message } => {
+                llm.failed(&text, &message);
+                upstream_failed(&state, &events, &key, &invocation, &tx, &message).await;
                 return;
             }
         };
-        let mut text = String::new();
-        let mut usage = None;
-        let mut first = true;
-        loop {
-            let wait = if first {
-                limits.upstream_first_byte
-            } else {
-                limits.upstream_between_chunks
-            };
-            tokio::select! {
-                () = tx.closed() => {
-                    client_gone(&state, &events, &key, &invocation, &text).await;
-                    return;
-                }
-                () = async { let _ = cancel.wait_for(|c| *c).await; } => {
-                    // The shutdown's grace period passed: what streamed is kept as partial.
-                    client_gone(&state, &events, &key, &invocation, &text).await;
-                    return;
-                }
-                item = tokio::time::timeout(wait, upstream.recv()) => match item {
-                    Err(_) => {
-                        let message = format!("no chunk from the coordinator within {wait:?}");
-                        upstream_failed(&state, &events, &key, &invocation, &tx, &message).await;
-                        return;
-                    }
-                    Ok(Some(Ok(ReplyChunk::Delta(delta)))) => {
-                        first = false;
-                        text.push_str(&delta);
-                        let event = SseEvent::default().event("delta").data(delta);
-                        // A reader that stops reading fills the channel: after the write
-                        // timeout the turn ends as a partial reply and the lane is freed.
-                        // The shutdown's cancel ends a write that waits on such a reader too.
-                        let sent = tokio::select! {
-                            sent = tokio::time::timeout(limits.write, tx.send(event)) => {
-                                matches!(sent, Ok(Ok(())))
-                            }
-                            () = async { let _ = cancel.wait_for(|c| *c).await; } => false,
-                        };
-                        if !sent {
-                            client_gone(&state, &events, &key, &invocation, &text).await;
-                            return;
-                        }
-                    }
-                    Ok(Some(Ok(ReplyChunk::Usage { prompt_tokens, completion_tokens }))) => {
-                        usage = Some((prompt_tokens, completion_tokens));
-                    }
-                    Ok(Some(Err(e))) => {
-                        upstream_failed(&state, &events, &key, &invocation, &tx, &e.to_string())
-                            .await;
-                        return;
-                    }
-                    Ok(None) => break,
-                }
-            }
-        }
-        let (prompt_tokens, completion_tokens) = usage.unwrap_or_else(|| {
-            (
-                request.estimated_prompt_tokens(),
-                compaction_core::TokenEstimator::estimate(&compaction_core::CharsPerToken, &text)
-                    as u64,
-            )
-        });
+        let estimated = (
+            request.estimated_prompt_tokens(),
+            compaction_core::TokenEstimator::estimate(&compaction_core::CharsPerToken, &text)
+                as u64,
+        );
+        llm.answered(&text, usage, estimated);
+        drop(llm);
+        let (prompt_tokens, completion_tokens) = usage.unwrap_or(estimated);
         let reply = events.reply(&invocation, &text, Some(prompt_tokens));
         if let Err(e) = append_latest(&state, &key, reply).await {
             let message = format!("the reply could not be stored: {e}");
@@ -845,36 +828,42 @@ async fn client_gone(
     }
 }
 
-/// The session's context for a new turn, after closing a turn a crash left open: when its last
-/// event is a user query with no reply (the process stopped mid-stream, before any reply,
-/// partial or error, was stored), an `interrupted` reply closes it first, so the history
-/// alternates and the coordinator and the summarizer see that question as unanswered.
-async fn close_open_turn(
-    s: &AppState,
-    key: &SessionKey,
+/// A recall tool call or its result: stored as the turn's function call or function
+/// response event, and shown to the client as a `tool` event.
+pub(super) async fn store_tool_chunk(
+    state: &AppState,
     events: &EventBuilder<'_>,
-) -> ApiResult<compaction_core::AssembledContext> {
-    let context = s.store.load_context(key).await.map_err(ApiError::store)?;
-    let open = match context.entries.last() {
-        Some(ContextEntry::Event(last)) if is_query(last) => last.invocation_id.clone(),
-        _ => return Ok(context),
+    key: &SessionKey,
+    invocation: &str,
+    tx: &mpsc::Sender<SseEvent>,
+    chunk: ReplyChunk,
+) -> Result<(), String> {
+    let (event, data) = match chunk {
+        ReplyChunk::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            let args = serde_json::from_str(&arguments).unwrap_or(Value::String(arguments));
+            let data = json!({"kind": "call", "name": name, "arguments": args});
+            (events.tool_call(invocation, &id, &name, args), data)
+        }
+        ReplyChunk::ToolResult { id, name, result } => {
+            let event = events.tool_result(invocation, &id, &name, &result);
+            (
+                event,
+                json!({"kind": "result", "name": name, "result": result}),
+            )
+        }
+        ReplyChunk::Delta(_) | ReplyChunk::Usage { .. } => return Ok(()),
     };
-    tracing::info!(%key, invocation = %open, "closing a turn left without a reply");
-    append_latest(s, key, events.interrupted(&open))
+    append_latest(state, key, event)
         .await
-        .map_err(ApiError::store)?;
-    s.store.load_context(key).await.map_err(ApiError::store)
-}
-
-/// A user's query: authored by the user, with text (a tool result is authored by the user too,
-/// but carries a function response).
-fn is_query(event: &Event) -> bool {
-    event.author == "user"
-        && event.actions.compaction.is_none()
-        && event.content.as_ref().is_some_and(|c| {
-            c.parts.iter().any(|p| p.text.is_some())
-                && c.parts.iter().all(|p| p.function_response.is_none())
-        })
+        .map_err(|e| format!("the tool call could not be stored: {e}"))?;
+    let _ = tx
+        .send(SseEvent::default().event("tool").data(data.to_string()))
+        .await;
+    Ok(())
 }
 
 /// How often the server's own append is retried after another writer moved the session on.
@@ -885,7 +874,7 @@ const APPEND_ATTEMPTS: usize = 8;
 /// a stale revision is read again, and an event that another writer's later-stamped event
 /// overtook is stamped again (after that event and not before the clock), so the server's
 /// own timestamp conflict never fails a turn.
-async fn append_latest(
+pub(super) async fn append_latest(
     state: &AppState,
     key: &SessionKey,
     mut event: Event,
@@ -918,10 +907,25 @@ fn restamp(now: Timestamp, latest: Timestamp) -> Timestamp {
     Timestamp::new(seconds + step).unwrap_or(latest)
 }
 
-/// The turn's number: completed turns of the session's coordinator view.
+/// The turn's number as lossless recall numbers turns (`compaction_core::recall`: the n-th
+/// turn start of the coordinator view, an unanswered or failed turn included), so the `done`
+/// event, the history and recall hits name a turn alike.
 async fn turn_number(state: &AppState, key: &SessionKey) -> Option<usize> {
-    let session = state.store.load(key).await.ok()?;
-    Some(completed_turns(&coordinator_view(&session.events)).len())
+    // Every turn start so far (whatever their stamps: another writer's clock may run ahead):
+    // the turn that just ended is the newest, since the lane keeps the session's other turns
+    // out. An indexed count where the store keeps one; else a scan.
+    let now = Timestamp::new(f64::MAX).ok()?;
+    match state.store.turns_before(key, now).await {
+        Ok(Some(n)) => Some(n),
+        Ok(None) => {
+            let session = state.store.load(key).await.ok()?;
+            Some(compaction_core::recall::scan::turns_before(
+                &session.events,
+                now,
+            ))
+        }
+        Err(_) => None,
+    }
 }
 
 /// An SSE body that reports when it ended (the last event was handed to the connection);
