@@ -15,6 +15,9 @@
 //! - `eval-summary [--sessions DIR] [--also DIR]... [--tuned a,b] [--dump DIR]
 //!   [--summarizer offline|chat|auto] [--canary]`: how much of the folded turns the rolling
 //!   summary keeps, and how it handles corrections (see `eval_summary`, `summary_checks`).
+//! - `bench-hook [--dir DIR] [--runs N] [--only native|adk|pg] [--keep]`: the post-turn hook
+//!   (`compaction evaluate`, release build) on small and large databases side by side, for
+//!   docs/BENCHMARKS.md (see `bench_hook`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -23,6 +26,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 mod adk;
+mod bench_hook;
 mod eval;
 mod eval_summary;
 mod pg;
@@ -225,6 +229,7 @@ fn main() -> ExitCode {
             }
         },
         Some("pg") => pg::command(&args[1..]),
+        Some("bench-hook") => bench_hook::command(&args[1..]),
         Some("eval-decision") => eval::eval_decision(&args[1..]),
         Some("eval-summary") => eval_summary::eval_summary(&args[1..]),
         Some("adk-interop") => match adk::interop() {
@@ -236,7 +241,7 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask <verify|purity|publish|eval-decision|eval-summary|adk-interop|pg>"
+                "usage: cargo xtask <verify|purity|publish|eval-decision|eval-summary|adk-interop|pg|bench-hook>"
             );
             ExitCode::from(2)
         }

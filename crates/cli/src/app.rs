@@ -585,21 +585,12 @@ pub(crate) async fn open_existing(
             open_existing_file(path, access)
         }
         Database::Postgres { url, .. } => {
-            // ADK's own tables, when the database holds them and not the native store.
-            if crate::database::postgres_layout(url).await?
-                == session_store::PostgresLayout::AdkDatabase
-            {
-                return crate::database::connect_adk(url, matches!(access, Access::Read))
-                    .await
-                    .map(ExistingStore::AdkPostgres);
-            }
+            // The native store, or ADK's own tables: detected once, on the pool that serves.
             let access = match access {
                 Access::Write => session_store::PostgresAccess::Existing,
                 Access::Read => session_store::PostgresAccess::ReadOnly,
             };
-            Database::connect(url, access)
-                .await
-                .map(ExistingStore::Postgres)
+            crate::database::open_existing_postgres(url, access).await
         }
     }
 }

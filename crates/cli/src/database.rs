@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use compaction_core::{SessionKey, SessionStore};
 use session_store::postgres::ADK_DEFAULT_SCHEMA;
+use session_store::postgres::ExistingPostgres;
 use session_store::{
-    AdkPostgresStore, PostgresAccess, PostgresLayout, PostgresOptions, PostgresStore,
-    SessionStoreError, SqliteStore, detect_postgres_layout,
+    PostgresAccess, PostgresOptions, PostgresStore, SessionStoreError, SqliteStore,
 };
 
 use crate::error::CliError;
@@ -133,32 +133,24 @@ impl Database {
     }
 }
 
-/// What a PostgreSQL database holds: the native store (schema `compaction`) or Google ADK's
-/// `DatabaseSessionService` tables (schema `public`), detected without writing.
-pub(crate) async fn postgres_layout(url: &ConnectionString) -> Result<PostgresLayout, CliError> {
-    detect_postgres_layout(
-        &url.0,
-        &PostgresOptions::default().schema,
-        ADK_DEFAULT_SCHEMA,
-    )
-    .await
-    .map_err(|e| CliError::Database(e.to_string()))
-}
-
-/// Connects to ADK's tables (schema `public`) on a PostgreSQL database, read-only when
-/// `read_only`.
-pub(crate) async fn connect_adk(
+/// Opens an existing PostgreSQL session database with `access`: the native store (schema
+/// `compaction`) or Google ADK's `DatabaseSessionService` tables (schema `public`), detected
+/// once; a database with neither is refused naming the tables looked for.
+pub(crate) async fn open_existing_postgres(
     url: &ConnectionString,
-    read_only: bool,
-) -> Result<Arc<AdkPostgresStore>, CliError> {
-    let mut options = PostgresOptions::default().schema(ADK_DEFAULT_SCHEMA);
-    if read_only {
-        options = options.access(PostgresAccess::ReadOnly);
-    }
-    AdkPostgresStore::connect_with(&url.0, options)
+    access: PostgresAccess,
+) -> Result<crate::app::ExistingStore, CliError> {
+    let native = PostgresOptions::default().access(access);
+    match session_store::postgres::open_existing_postgres(&url.0, native, ADK_DEFAULT_SCHEMA)
         .await
-        .map(Arc::new)
-        .map_err(|e| CliError::Database(e.to_string()))
+        .map_err(|e| CliError::Database(e.to_string()))?
+    {
+        ExistingPostgres::Native(store) => Ok(crate::app::ExistingStore::Postgres(Arc::new(store))),
+        ExistingPostgres::Adk(store) => Ok(crate::app::ExistingStore::AdkPostgres(Arc::new(store))),
+        _ => Err(CliError::Database(
+            "the database holds a layout this command does not open".to_owned(),
+        )),
+    }
 }
 
 /// An open store that commands start sessions in (`replay`, `serve`).

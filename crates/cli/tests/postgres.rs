@@ -380,3 +380,96 @@ async fn evaluate_and_inspect_detect_adks_own_tables_on_postgres() {
         .get(0);
     assert!(!native, "a native store was created in ADK's database");
 }
+
+/// Issue 29 item 3: when another transaction holds ADK's row lock on the session (ADK
+/// mid-append, or a stuck transaction), `evaluate` on ADK's PostgreSQL layout waits at most
+/// the lock timeout (as SQLite's busy timeout) and ends with exit 4 saying so, writing
+/// nothing; a database with neither layout is refused naming the tables looked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_adk_row_lock_ends_evaluate_with_exit_4() {
+    use compaction_core::Timestamp;
+    use compaction_core::testing::EventFactory;
+    use session_store::AdkPostgresStore;
+
+    let Some(url) = database_url("a_held_adk_row_lock_ends_evaluate_with_exit_4") else {
+        return;
+    };
+    let db = fresh_database(&url, "cli_adk_lock").await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let evaluate = || {
+        run(compaction(dir.path())
+            .args([
+                "evaluate",
+                "--decision",
+                "offline",
+                "--summarizer",
+                "offline",
+            ])
+            .args(["--app", "zocrates", "--user", "u1", "--session", "s1"])
+            .args(["--db", &db]))
+    };
+    // Neither layout yet.
+    let out = evaluate();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    for table in [
+        "compaction.schema_version",
+        "public.adk_internal_metadata",
+        "public.sessions",
+        "public.events",
+    ] {
+        assert!(text(&out).contains(table), "{}", text(&out));
+    }
+
+    let admin = pg::admin(&db).await;
+    admin.batch_execute(ADK_PG_DDL).await.expect("ADK's DDL");
+    let store = AdkPostgresStore::connect(&db).await.expect("the ADK store");
+    let key = SessionKey::new("zocrates", "u1", "s1");
+    let created = store
+        .create_session(&key, serde_json::Map::new())
+        .await
+        .expect("create");
+    let mut f = EventFactory::new();
+    let created_at = created.revision.0 as f64 / 1e6;
+    let mut revision = created.revision;
+    let mut n = 0.0;
+    for turn in 0..8 {
+        let inv = format!("inv{turn}");
+        let mut events = f.conversational_turn(&inv, &format!("Question {turn}?"), "Answer.");
+        events[1] = events[1].clone().with_prompt_tokens(120_000);
+        for mut e in events {
+            n += 1.0;
+            e.timestamp = Timestamp::new(created_at + n / 1_000.0).unwrap();
+            revision = store.append(&key, revision, e).await.expect("append");
+        }
+    }
+    let before = store.load(&key).await.expect("load");
+    // Another transaction holds ADK's row lock for the whole run.
+    let holder = pg::admin(&db).await;
+    holder
+        .batch_execute(
+            "BEGIN; SELECT 1 FROM sessions WHERE app_name = 'zocrates' AND user_id = 'u1' \
+             AND id = 's1' FOR UPDATE",
+        )
+        .await
+        .expect("hold the row lock");
+    let out = evaluate();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    assert!(
+        text(&out).contains("lock timeout") && text(&out).contains("55P03"),
+        "{}",
+        text(&out)
+    );
+    holder.batch_execute("ROLLBACK").await.expect("release");
+    assert_eq!(
+        store.load(&key).await.expect("load"),
+        before,
+        "evaluate wrote"
+    );
+    // Released, the same run compacts.
+    let out = evaluate();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        store.load(&key).await.expect("load").events.len(),
+        before.events.len() + 1
+    );
+}

@@ -89,13 +89,17 @@ fn ranges(view: &[&Event]) -> Vec<CompactionRange> {
         .collect()
 }
 
-/// For each compaction event of `view` (by index into `view`), whether it is subsumed.
-fn is_subsumed(view: &[&Event], index: usize) -> bool {
-    let Some(me) = view[index].compaction() else {
-        return false;
-    };
-    let me = CompactionRange::of(index, me);
-    ranges(view).iter().any(|other| other.subsumes(&me))
+/// Each compaction event of `view` (by index into `view`, in order) and whether another
+/// subsumes it. The ranges are listed once: the cost is the view plus the compactions squared,
+/// not the view times the compactions (a long ADK history holds a compaction every few turns).
+fn subsumption(view: &[&Event]) -> Vec<(usize, bool)> {
+    let all = ranges(view);
+    all.iter()
+        .filter_map(|me| {
+            let index = usize::try_from(me.position).ok()?;
+            Some((index, all.iter().any(|other| other.subsumes(me))))
+        })
+        .collect()
 }
 
 /// Index (into `view`) of the live compaction event, if any.
@@ -115,8 +119,9 @@ pub fn live_compaction_index(view: &[&Event]) -> Option<usize> {
 /// stays), so two partially overlapping summaries — ADK's own sliding-window compactions of
 /// turns 1–4 and 3–6, say — are both rendered. A session only this engine wrote has one.
 pub fn rendered_compaction_indexes(view: &[&Event]) -> Vec<usize> {
-    (0..view.len())
-        .filter(|&i| view[i].compaction().is_some() && !is_subsumed(view, i))
+    subsumption(view)
+        .into_iter()
+        .filter_map(|(i, subsumed)| (!subsumed).then_some(i))
         .collect()
 }
 
@@ -213,9 +218,10 @@ pub fn adk_prompt_context(events: &[Event]) -> AssembledContext {
 /// Ids of every compaction event of the coordinator view that is subsumed by another.
 pub fn subsumed_compaction_ids(events: &[Event]) -> Vec<String> {
     let view = coordinator_view(events);
-    (0..view.len())
-        .filter(|&i| view[i].compaction().is_some() && is_subsumed(&view, i))
-        .map(|i| view[i].id.clone())
+    subsumption(&view)
+        .into_iter()
+        .filter(|&(_, subsumed)| subsumed)
+        .map(|(i, _)| view[i].id.clone())
         .collect()
 }
 
@@ -255,8 +261,9 @@ impl CompactionEntry {
 /// The compactions of the coordinator view (rewinds applied), in append order.
 pub fn compaction_history(events: &[Event]) -> Vec<CompactionEntry> {
     let view = coordinator_view(events);
-    (0..view.len())
-        .filter_map(|i| CompactionEntry::new(view[i], is_subsumed(&view, i)))
+    subsumption(&view)
+        .into_iter()
+        .filter_map(|(i, subsumed)| CompactionEntry::new(view[i], subsumed))
         .collect()
 }
 
@@ -407,6 +414,46 @@ pub fn assemble_around(
     }
     entries.extend(summary.map(ContextEntry::Summary));
     AssembledContext { entries }
+}
+
+#[cfg(test)]
+mod subsumption_tests {
+    use super::*;
+    use crate::testing::EventFactory;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `subsumption` lists the ranges once; it equals the rule applied pair by pair, for
+        /// views of events and compactions with arbitrary (overlapping, equal, nested) ranges.
+        #[test]
+        fn subsumption_is_the_rule_pair_by_pair(
+            steps in proptest::collection::vec(proptest::option::of((0_u8..20, 0_u8..20)), 0..40)
+        ) {
+            let mut f = EventFactory::new();
+            let events: Vec<Event> = steps
+                .iter()
+                .enumerate()
+                .map(|(i, step)| match step {
+                    None => f.user(&format!("inv{i}"), "q"),
+                    Some((a, b)) => {
+                        let at = |x: &u8| Timestamp::new(1_600_000_000.0 + f64::from(*x)).unwrap();
+                        f.compaction(&format!("c{i}"), at(a.min(b)), at(a.max(b)), "s")
+                    }
+                })
+                .collect();
+            let view: Vec<&Event> = events.iter().collect();
+            let expected: Vec<(usize, bool)> = (0..view.len())
+                .filter_map(|i| {
+                    let me = CompactionRange::of(i, view[i].compaction()?);
+                    let subsumed = (0..view.len()).any(|j| {
+                        view[j].compaction().is_some_and(|c| CompactionRange::of(j, c).subsumes(&me))
+                    });
+                    Some((i, subsumed))
+                })
+                .collect();
+            prop_assert_eq!(subsumption(&view), expected);
+        }
+    }
 }
 
 #[cfg(test)]

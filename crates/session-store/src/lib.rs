@@ -132,6 +132,8 @@ mod schema;
 mod stamp;
 #[cfg(feature = "sqlite")]
 mod store;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod tail_memo;
 
 #[cfg(feature = "sqlite")]
 pub use adk::{AdkFlavor, Layout, detect_layout};

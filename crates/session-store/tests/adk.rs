@@ -414,6 +414,9 @@ enum Step {
     /// so windows overlap the way `compaction_interval` / `overlap_size` make them.
     Window(usize, usize),
     Rewind(usize),
+    /// A user message filed inside a pipeline scope (ADK's Runner after a scope no
+    /// `finish_task` closed).
+    ScopedUser,
 }
 
 fn step() -> impl proptest::strategy::Strategy<Value = Step> {
@@ -424,6 +427,7 @@ fn step() -> impl proptest::strategy::Strategy<Value = Step> {
         1 => (0_usize..6).prop_map(Step::Compaction),
         1 => (0_usize..4, 0_usize..3).prop_map(|(a, b)| Step::Window(a.max(b), b)),
         1 => (0_usize..8).prop_map(Step::Rewind),
+        1 => Just(Step::ScopedUser),
     ]
 }
 
@@ -493,13 +497,23 @@ proptest::proptest! {
                     let target = format!("inv{}", i.saturating_sub(back + 1));
                     events.push(f.rewind(&inv, &target));
                 }
+                Step::ScopedUser => {
+                    let scope = format!("search_pipeline:fc-inv{}", i % 2);
+                    events.push(f.user(&inv, &format!("q{i}")).with_scope(scope));
+                }
             }
         }
         let mut revision = created.revision;
-        for e in &events {
+        for (j, e) in events.iter().enumerate() {
             let next = store.append_event(&key(), revision, e).unwrap();
             proptest::prop_assert!(next > revision);
             revision = next;
+            // Asked after every append: read once, then carried across this store's own
+            // appends (tail_memo), always the core's answer on the whole history.
+            proptest::prop_assert_eq!(
+                store.scoped_user_messages(&key()).unwrap(),
+                compaction_core::scoped_user_messages(&events[..=j])
+            );
         }
         let session = store.get_session(&key()).unwrap();
         proptest::prop_assert_eq!(&session.events, &events);

@@ -344,6 +344,13 @@ async fn oracle_case(
         prop_assert_eq!(revision.0, micros(event.timestamp));
         let prefix = &accepted[..];
         let i = prefix.len() - 1;
+        // Asked first, so that it is carried across the append from the last read (tail_memo).
+        prop_assert_eq!(
+            store.scoped_user_messages(key).await.unwrap(),
+            compaction_core::scoped_user_messages(prefix),
+            "scope warning after event {}",
+            i
+        );
         let snapshot = store.gate_snapshot(key).await.unwrap();
         prop_assert_eq!(snapshot.revision, revision);
         prop_assert_eq!(snapshot.input, gate_input(prefix), "gate after event {}", i);

@@ -31,7 +31,10 @@
 //!
 //! # Cost
 //! An ADK file has no gate header and no index on compactions: the gate snapshot and the live
-//! tail outline every row (content skipped unread) and read only the tail's rows whole.
+//! tail outline every row (content skipped unread) and read only the tail's rows whole. The
+//! answer is kept with the session's revision ([`crate::tail_memo`]), so the gate, the live
+//! tail and the scope warning of one evaluation read the session once, not three times; the
+//! one read still grows with the session (see ARCHITECTURE.md, issue 29 item 2).
 //!
 //! # ADK's own summaries
 //! ADK's prompt builder keeps *every* non-subsumed compaction: its own sliding-window

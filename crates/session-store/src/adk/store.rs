@@ -24,6 +24,8 @@ struct Inner {
     flavor: AdkFlavor,
     options: OpenOptions,
     conn: Mutex<Connection>,
+    /// The last outline read's answer, by revision ([`crate::tail_memo`]).
+    tail: crate::tail_memo::TailMemo,
 }
 
 /// One row of the `events` table, borrowed from the statement.
@@ -136,6 +138,7 @@ impl AdkStore {
                 flavor,
                 options,
                 conn: Mutex::new(conn),
+                tail: Default::default(),
             }),
         })
     }
@@ -465,64 +468,96 @@ impl AdkStore {
         key: &SessionKey,
     ) -> Result<(Session, Option<u64>, ScopedUserMessages), SessionStoreError> {
         self.read_session(key, |conn, revision, state| {
-            let mut outlines = Vec::new();
-            self.for_each_event_row(conn, key, |row| {
-                let id = row.id.clone();
-                let event =
-                    crate::adk_shape::outline_from_row(row.id, row.invocation_id, row.data, || {
-                        schema::column_seconds(row.column_timestamp)
-                    })
-                    .map_err(|problem| self.row_problem(key, row.position, &id, problem))?;
-                outlines.push(event);
-                Ok(())
-            })?;
-            let prompt_tokens = coordinator_prompt_tokens(coordinator_view(&outlines).into_iter());
-            let tail_op = || format!("reading the live tail of session {key}");
-            let mut stmt = conn
-                .prepare(
-                    "SELECT invocation_id, timestamp, event_data FROM events \
-                     WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3 AND id = ?4",
-                )
-                .map_err(self.sqlite_error(tail_op))?;
-            let mut read_whole = |positions: Vec<usize>| -> Result<Vec<Event>, SessionStoreError> {
-                let mut events = Vec::with_capacity(positions.len());
-                for position in positions {
-                    let id = outlines[position].id.clone();
-                    let (invocation, column_ts, data) = stmt
-                        .query_row(
-                            params![key.app_name, key.user_id, key.session_id, id],
-                            |row| {
-                                Ok((
-                                    row.get::<_, String>(0)?,
-                                    schema::column_seconds(row.get_ref(1)?),
-                                    row.get::<_, Option<String>>(2)?,
-                                ))
-                            },
-                        )
-                        .map_err(self.sqlite_error(tail_op))?;
-                    events.push(self.parse_event(
-                        key,
-                        position,
-                        id,
-                        invocation,
-                        column_ts,
-                        data.as_deref(),
-                    )?);
-                }
-                Ok(events)
-            };
-            let events = read_whole(rolling_tail_positions(&outlines))?;
-            // Candidates are few (a user's message filed in a scope; ADK authors tool results
-            // by the agent): only they are read whole to look at their content.
-            let scoped =
-                scoped_user_messages(&read_whole(scoped_user_candidate_positions(&outlines))?);
+            let tail = self.tail_at(conn, key, revision)?;
             let session = Session {
                 key: key.clone(),
                 state,
-                events,
+                events: tail.events,
                 revision,
             };
-            Ok((session, prompt_tokens, scoped))
+            Ok((session, tail.prompt_tokens, tail.scoped))
+        })
+    }
+
+    /// The kept answer at `revision`, or a new read of it (then kept).
+    fn tail_at(
+        &self,
+        conn: &Connection,
+        key: &SessionKey,
+        revision: Revision,
+    ) -> Result<crate::tail_memo::Tail, SessionStoreError> {
+        if let Some(tail) = self.inner.tail.get(key, revision) {
+            return Ok(tail);
+        }
+        let tail = self.read_tail(conn, key, revision)?;
+        self.inner.tail.put(tail.clone());
+        Ok(tail)
+    }
+
+    /// One outline read of the session, then the rows of its rolling tail and scoped-user
+    /// candidates whole (see [`AdkStore::read_live_tail`]).
+    fn read_tail(
+        &self,
+        conn: &Connection,
+        key: &SessionKey,
+        revision: Revision,
+    ) -> Result<crate::tail_memo::Tail, SessionStoreError> {
+        let mut outlines = Vec::new();
+        self.for_each_event_row(conn, key, |row| {
+            let id = row.id.clone();
+            let event =
+                crate::adk_shape::outline_from_row(row.id, row.invocation_id, row.data, || {
+                    schema::column_seconds(row.column_timestamp)
+                })
+                .map_err(|problem| self.row_problem(key, row.position, &id, problem))?;
+            outlines.push(event);
+            Ok(())
+        })?;
+        let prompt_tokens = coordinator_prompt_tokens(coordinator_view(&outlines).into_iter());
+        let tail_op = || format!("reading the live tail of session {key}");
+        let mut stmt = conn
+            .prepare(
+                "SELECT invocation_id, timestamp, event_data FROM events \
+                 WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3 AND id = ?4",
+            )
+            .map_err(self.sqlite_error(tail_op))?;
+        let mut read_whole = |positions: Vec<usize>| -> Result<Vec<Event>, SessionStoreError> {
+            let mut events = Vec::with_capacity(positions.len());
+            for position in positions {
+                let id = outlines[position].id.clone();
+                let (invocation, column_ts, data) = stmt
+                    .query_row(
+                        params![key.app_name, key.user_id, key.session_id, id],
+                        |row| {
+                            Ok((
+                                row.get::<_, String>(0)?,
+                                schema::column_seconds(row.get_ref(1)?),
+                                row.get::<_, Option<String>>(2)?,
+                            ))
+                        },
+                    )
+                    .map_err(self.sqlite_error(tail_op))?;
+                events.push(self.parse_event(
+                    key,
+                    position,
+                    id,
+                    invocation,
+                    column_ts,
+                    data.as_deref(),
+                )?);
+            }
+            Ok(events)
+        };
+        let events = read_whole(rolling_tail_positions(&outlines))?;
+        // Candidates are few (a user's message filed in a scope; ADK authors tool results
+        // by the agent): only they are read whole to look at their content.
+        let scoped = scoped_user_messages(&read_whole(scoped_user_candidate_positions(&outlines))?);
+        Ok(crate::tail_memo::Tail {
+            key: key.clone(),
+            revision,
+            events,
+            prompt_tokens,
+            scoped,
         })
     }
 
@@ -533,12 +568,18 @@ impl AdkStore {
     }
 
     /// The user messages of the session that ADK's Runner filed inside a pipeline scope (see
-    /// [`ScopedUserMessages`]: a scope no `finish_task` closed), from one outline read.
+    /// [`ScopedUserMessages`]: a scope no `finish_task` closed), from one outline read, or
+    /// without one after this store's own append ([`crate::tail_memo`]).
     pub fn scoped_user_messages(
         &self,
         key: &SessionKey,
     ) -> Result<ScopedUserMessages, SessionStoreError> {
-        Ok(self.read_live_tail(key)?.2)
+        self.read_session(key, |conn, revision, _state| {
+            match self.inner.tail.scoped(key, revision) {
+                Some(scoped) => Ok(scoped),
+                None => Ok(self.tail_at(conn, key, revision)?.scoped),
+            }
+        })
     }
 
     /// The gate's figures and the revision they belong to, from one read of the live tail:
@@ -707,6 +748,8 @@ impl AdkStore {
         )
         .map_err(self.sqlite_error(op))?;
         tx.commit().map_err(self.sqlite_error(op))?;
-        Ok(Revision(new_micros.unsigned_abs()))
+        let to = Revision(new_micros.unsigned_abs());
+        self.inner.tail.advance(key, expected, to, event);
+        Ok(to)
     }
 }

@@ -28,17 +28,17 @@
 //! # Cost
 //! As on SQLite, ADK's layout has no gate header: the gate snapshot and the live tail read
 //! every row of the session as an outline (the server drops `content` before sending), then
-//! the tail's rows whole.
+//! the tail's rows whole in one batched statement (module `adk_tail`), once per revision of
+//! the session ([`crate::tail_memo`]). An append waits for ADK's row lock at most 5 s
+//! (`lock_timeout`), then fails `store_locked`.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use compaction_core::{
-    Event, GateSnapshot, Revision, ScopedUserMessages, Session, SessionKey, SessionStore,
-    StoreError, Timestamp, coordinator_prompt_tokens, coordinator_view, gate_input,
-    rolling_tail_positions, scoped_user_candidate_positions, scoped_user_messages,
+    Event, GateSnapshot, Revision, Session, SessionKey, SessionStore, StoreError, Timestamp,
 };
-use deadpool_postgres::{Object, Transaction};
+use deadpool_postgres::Transaction;
 use serde_json::{Map, Value};
 use tokio_postgres::IsolationLevel;
 use tokio_postgres::error::SqlState;
@@ -47,9 +47,10 @@ use crate::adk_shape::{
     self, RowProblem, format_datetime_micros, parse_datetime_micros, seconds_to_micros,
 };
 use crate::error::SessionStoreError;
-use crate::postgres::{PostgresAccess, PostgresOptions, PostgresStore};
+use crate::postgres::adk_detect::{PostgresLayout, classify};
+use crate::postgres::{PostgresOptions, PostgresStore};
 
-type Operation<'a> = &'a (dyn Fn() -> String + Sync);
+pub(crate) type Operation<'a> = &'a (dyn Fn() -> String + Sync);
 
 /// A time column as `YYYY-MM-DD HH:MM:SS.ffffff` text, whatever the server's `DateStyle`.
 macro_rules! time_text {
@@ -57,6 +58,7 @@ macro_rules! time_text {
         concat!("to_char(", $column, ", 'YYYY-MM-DD HH24:MI:SS.US')")
     };
 }
+pub(crate) use time_text;
 
 /// The expected form of ADK's time columns on PostgreSQL, for error messages.
 const EXPECTED_TIME: &str = "a naive UTC timestamp (ADK's PreciseTimestamp on PostgreSQL)";
@@ -64,159 +66,15 @@ const EXPECTED_TIME: &str = "a naive UTC timestamp (ADK's PreciseTimestamp on Po
 /// The schema real ADK uses: its tables are created unqualified, in `public`.
 pub const ADK_DEFAULT_SCHEMA: &str = "public";
 
-/// What a PostgreSQL database holds, as [`detect_postgres_layout`] found it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum PostgresLayout {
-    /// Neither this crate's store nor ADK's tables: a native store may be created.
-    Empty,
-    /// This crate's native store ([`PostgresStore`]) in its schema.
-    Native,
-    /// Google ADK's `DatabaseSessionService` schema v1 ([`AdkPostgresStore`]).
-    AdkDatabase,
-}
-
-impl PostgresLayout {
-    /// A short human name, for messages.
-    pub fn describe(self) -> &'static str {
-        match self {
-            PostgresLayout::Empty => "no session store",
-            PostgresLayout::Native => "native adaptive-compaction session store",
-            PostgresLayout::AdkDatabase => {
-                "Google ADK DatabaseSessionService database (schema v1) on PostgreSQL"
-            }
-        }
-    }
-}
-
-/// Detects, without writing (every transaction is read-only), what the database at `url`
-/// holds: the native store in `native_schema` (it wins when both are there), ADK's tables in
-/// `adk_schema` (ADK itself uses [`ADK_DEFAULT_SCHEMA`]), or neither. ADK's legacy v0 layout
-/// is [`SessionStoreError::AdkLegacySchema`] (ADK's `adk migrate session` converts it); ADK
-/// tables of another version or shape are [`SessionStoreError::NotAdkDatabase`].
-pub async fn detect_postgres_layout(
-    url: &str,
-    native_schema: &str,
-    adk_schema: &str,
-) -> Result<PostgresLayout, SessionStoreError> {
-    let probe = PostgresStore::pool(
-        url,
-        &PostgresOptions::default()
-            .schema(adk_schema)
-            .access(PostgresAccess::ReadOnly)
-            .max_connections(1),
-    )?;
-    let op = || "detecting the layout of the database".to_owned();
-    let client = probe.client(&op).await?;
-    let result = classify(&probe, &client, Some(native_schema), adk_schema).await;
-    probe.release(client, &result);
-    result
-}
-
-/// Classifies the database: the native store in `native_schema` (when given) first, then ADK's
-/// tables in `adk_schema`.
-async fn classify(
-    probe: &PostgresStore,
-    client: &Object,
-    native_schema: Option<&str>,
-    adk_schema: &str,
-) -> Result<PostgresLayout, SessionStoreError> {
-    let op = || "detecting the layout of the database".to_owned();
-    let op: Operation<'_> = &op;
-    if let Some(native_schema) = native_schema {
-        let native: bool = client
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM information_schema.tables \
-                 WHERE table_schema = $1 AND table_name = 'schema_version')",
-                &[&native_schema],
-            )
-            .await
-            .map_err(probe.pg(op))?
-            .get(0);
-        if native {
-            return Ok(PostgresLayout::Native);
-        }
-    }
-    // (table, column, data type) of ADK's tables.
-    let columns: Vec<(String, String, String)> = client
-        .query(
-            "SELECT table_name::text, column_name::text, data_type::text \
-             FROM information_schema.columns WHERE table_schema = $1 \
-             AND table_name IN ('adk_internal_metadata', 'sessions', 'events')",
-            &[&adk_schema],
-        )
-        .await
-        .map_err(probe.pg(op))?
-        .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
-        .collect();
-    let column = |table: &str, name: &str| {
-        columns
-            .iter()
-            .find(|(t, c, _)| t == table && c == name)
-            .map(|(_, _, ty)| ty.as_str())
-    };
-    let has_table = |table: &str| columns.iter().any(|(t, _, _)| t == table);
-    let not_adk = |detail: String| SessionStoreError::NotAdkDatabase {
-        path: probe.path(),
-        detail,
-    };
-    if has_table("adk_internal_metadata") {
-        let version: Option<String> = client
-            .query_opt(
-                "SELECT value::text FROM adk_internal_metadata WHERE key = 'schema_version'",
-                &[],
-            )
-            .await
-            .map_err(probe.pg(op))?
-            .map(|r| r.get(0));
-        match version.as_deref() {
-            Some("1") => {}
-            Some("0") => return Err(SessionStoreError::AdkLegacySchema { path: probe.path() }),
-            other => {
-                return Err(not_adk(format!(
-                    "adk_internal_metadata says schema_version {other:?}; this build reads version 1"
-                )));
-            }
-        }
-    } else if has_table("sessions") && has_table("events") {
-        if column("events", "actions").is_some() && column("events", "event_data").is_none() {
-            return Err(SessionStoreError::AdkLegacySchema { path: probe.path() });
-        }
-        return Err(not_adk(format!(
-            "schema {adk_schema} holds tables sessions and events but no adk_internal_metadata"
-        )));
-    } else {
-        return Ok(PostgresLayout::Empty);
-    }
-    for (table, name, wanted) in [
-        ("sessions", "update_time", "timestamp without time zone"),
-        ("sessions", "state", "jsonb"),
-        ("events", "timestamp", "timestamp without time zone"),
-        ("events", "event_data", "jsonb"),
-    ] {
-        match column(table, name) {
-            Some(ty) if ty == wanted => {}
-            found => {
-                return Err(not_adk(format!(
-                    "{table}.{name} is {}, expected {wanted} as ADK's DatabaseSessionService \
-                     creates it on PostgreSQL",
-                    found.unwrap_or("missing")
-                )));
-            }
-        }
-    }
-    Ok(PostgresLayout::AdkDatabase)
-}
-
 /// One row of `events`, in ADK's order.
-struct EventRow {
-    id: String,
-    invocation_id: String,
+#[derive(Clone)]
+pub(crate) struct EventRow {
+    pub(crate) id: String,
+    pub(crate) invocation_id: String,
     /// The `timestamp` column as text.
-    column_timestamp: String,
+    pub(crate) column_timestamp: String,
     /// `event_data` as JSON text (the outline query drops `content`).
-    data: Option<String>,
+    pub(crate) data: Option<String>,
 }
 
 /// Google ADK's `DatabaseSessionService` database on PostgreSQL, operated on in place. Cheap
@@ -233,7 +91,9 @@ struct EventRow {
 /// It never creates or alters ADK's tables and never rewrites an existing event.
 #[derive(Debug, Clone)]
 pub struct AdkPostgresStore {
-    db: PostgresStore,
+    pub(crate) db: PostgresStore,
+    /// The last outline read's answer, by revision (module `adk_tail`).
+    pub(crate) tail: std::sync::Arc<crate::tail_memo::TailMemo>,
 }
 
 fn now_seconds() -> f64 {
@@ -262,11 +122,19 @@ impl AdkPostgresStore {
         let result = classify(&db, &client, None, &options.schema).await;
         db.release(client, &result);
         match result? {
-            PostgresLayout::AdkDatabase => Ok(AdkPostgresStore { db }),
+            PostgresLayout::AdkDatabase => Ok(AdkPostgresStore::over(db)),
             other => Err(SessionStoreError::NotAdkDatabase {
                 path: db.path(),
                 detail: format!("schema {} holds {}", options.schema, other.describe()),
             }),
+        }
+    }
+
+    /// The store over a pool whose database was found to hold ADK's tables.
+    pub(crate) fn over(db: PostgresStore) -> Self {
+        AdkPostgresStore {
+            db,
+            tail: Default::default(),
         }
     }
 
@@ -373,18 +241,51 @@ impl AdkPostgresStore {
         self.read(key, async |_, revision, _| Ok(revision)).await
     }
 
-    /// Reads `update_time` (locking the row `FOR UPDATE` when `lock`); `None`: no session.
-    async fn read_revision(
+    /// Reads `update_time` of the row locked `FOR UPDATE` (ADK's own lock); `None`: no session.
+    async fn lock_revision(
         &self,
         tx: &Transaction<'_>,
         key: &SessionKey,
-        lock: bool,
         op: Operation<'_>,
     ) -> Result<Option<Revision>, SessionStoreError> {
         let sql = format!(
-            "SELECT {} FROM sessions WHERE app_name = $1 AND user_id = $2 AND id = $3{}",
+            "SELECT {} FROM sessions WHERE app_name = $1 AND user_id = $2 AND id = $3 FOR UPDATE",
             time_text!("update_time"),
-            if lock { " FOR UPDATE" } else { "" }
+        );
+        let stmt = tx.prepare_cached(&sql).await.map_err(self.db.pg(op))?;
+        let row = tx
+            .query_opt(&stmt, &[&key.app_name, &key.user_id, &key.session_id])
+            .await
+            .map_err(self.db.pg(op))?;
+        row.map(|row| self.revision_of(key, row.get(0))).transpose()
+    }
+
+    /// The revision an `update_time` (as text) stands for.
+    fn revision_of(
+        &self,
+        key: &SessionKey,
+        text: Option<String>,
+    ) -> Result<Revision, SessionStoreError> {
+        let text = text.unwrap_or_else(|| "NULL".to_owned());
+        let micros = parse_datetime_micros(&text)
+            .ok_or_else(|| self.bad_time(key, "sessions", "update_time", text))?;
+        Ok(Revision(micros.max(0).unsigned_abs()))
+    }
+
+    /// The session's revision and its state merged as ADK's `_merge_state` merges it, in one
+    /// statement; `None`: no session.
+    async fn read_header(
+        &self,
+        tx: &Transaction<'_>,
+        key: &SessionKey,
+        op: Operation<'_>,
+    ) -> Result<Option<(Revision, Map<String, Value>)>, SessionStoreError> {
+        let sql = format!(
+            "SELECT {}, s.state::text, \
+               (SELECT a.state::text FROM app_states a WHERE a.app_name = $1), \
+               (SELECT u.state::text FROM user_states u WHERE u.app_name = $1 AND u.user_id = $2) \
+             FROM sessions s WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3",
+            time_text!("s.update_time")
         );
         let stmt = tx.prepare_cached(&sql).await.map_err(self.db.pg(op))?;
         let Some(row) = tx
@@ -394,49 +295,26 @@ impl AdkPostgresStore {
         else {
             return Ok(None);
         };
-        let text: Option<String> = row.get(0);
-        let text = text.unwrap_or_else(|| "NULL".to_owned());
-        let micros = parse_datetime_micros(&text)
-            .ok_or_else(|| self.bad_time(key, "sessions", "update_time", text))?;
-        Ok(Some(Revision(micros.max(0).unsigned_abs())))
-    }
-
-    /// The session's state merged as ADK's `_merge_state` merges it.
-    async fn read_merged_state(
-        &self,
-        tx: &Transaction<'_>,
-        key: &SessionKey,
-        op: Operation<'_>,
-    ) -> Result<Map<String, Value>, SessionStoreError> {
-        let row = tx
-            .query_one(
-                "SELECT s.state::text, \
-                   (SELECT a.state::text FROM app_states a WHERE a.app_name = $1), \
-                   (SELECT u.state::text FROM user_states u WHERE u.app_name = $1 AND u.user_id = $2) \
-                 FROM sessions s WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3",
-                &[&key.app_name, &key.user_id, &key.session_id],
-            )
-            .await
-            .map_err(self.db.pg(op))?;
+        let revision = self.revision_of(key, row.get(0))?;
         let parse = |i: usize| -> Result<Map<String, Value>, SessionStoreError> {
             match row.get::<_, Option<String>>(i) {
                 None => Ok(Map::new()),
                 Some(text) => self.db.parse_state(key, &text),
             }
         };
-        let mut state = parse(0)?;
-        for (k, v) in parse(1)? {
+        let mut state = parse(1)?;
+        for (k, v) in parse(2)? {
             state.insert(format!("app:{k}"), v);
         }
-        for (k, v) in parse(2)? {
+        for (k, v) in parse(3)? {
             state.insert(format!("user:{k}"), v);
         }
-        Ok(state)
+        Ok(Some((revision, state)))
     }
 
     /// Runs `read` in one repeatable-read, read-only transaction with the session's revision
     /// and merged state; a missing session is [`SessionStoreError::NotFound`].
-    async fn read<T>(
+    pub(crate) async fn read<T>(
         &self,
         key: &SessionKey,
         read: impl AsyncFnOnce(
@@ -456,10 +334,9 @@ impl AdkPostgresStore {
                 .start()
                 .await
                 .map_err(self.db.pg(op))?;
-            let Some(revision) = self.read_revision(&tx, key, false, op).await? else {
+            let Some((revision, state)) = self.read_header(&tx, key, op).await? else {
                 return Err(self.db.not_found(key));
             };
-            let state = self.read_merged_state(&tx, key, op).await?;
             let value = read(&tx, revision, state).await?;
             tx.commit().await.map_err(self.db.pg(op))?;
             Ok(value)
@@ -470,7 +347,7 @@ impl AdkPostgresStore {
     }
 
     /// Every event row of the session in ADK's order; `outline` drops `content` in the server.
-    async fn event_rows(
+    pub(crate) async fn event_rows(
         &self,
         tx: &Transaction<'_>,
         key: &SessionKey,
@@ -507,7 +384,7 @@ impl AdkPostgresStore {
 
     /// Rebuilds an event as ADK's `StorageEvent.to_event` does
     /// ([`crate::adk_shape::event_from_row`]), naming the event in what goes wrong.
-    fn parse_event(
+    pub(crate) fn parse_event(
         &self,
         key: &SessionKey,
         position: usize,
@@ -526,7 +403,7 @@ impl AdkPostgresStore {
     }
 
     /// What went wrong rebuilding the event at `position` (from 0), as this store's error.
-    fn row_problem(
+    pub(crate) fn row_problem(
         &self,
         key: &SessionKey,
         position: usize,
@@ -569,97 +446,6 @@ impl AdkPostgresStore {
         .await
     }
 
-    /// The rolling tail ([`compaction_core::rolling_tail_positions`]), the coordinator prompt
-    /// tokens of the whole history and the user messages filed inside a scope, in one read
-    /// transaction: every row as an outline, then the rows of the tail (and the few
-    /// scoped-user candidates) whole, by primary key. Mirrors the SQLite `AdkStore`.
-    async fn read_live_tail(
-        &self,
-        key: &SessionKey,
-    ) -> Result<(Session, Option<u64>, ScopedUserMessages), SessionStoreError> {
-        self.read(key, async |tx, revision, state| {
-            let op = || format!("reading the live tail of session {key}");
-            let op: Operation<'_> = &op;
-            let rows = self.event_rows(tx, key, true, op).await?;
-            let mut outlines = Vec::with_capacity(rows.len());
-            for (position, row) in rows.into_iter().enumerate() {
-                let id = row.id.clone();
-                let column = row.column_timestamp;
-                let event = crate::adk_shape::outline_from_row(
-                    row.id,
-                    row.invocation_id,
-                    row.data.as_deref(),
-                    || column_seconds(&column),
-                )
-                .map_err(|problem| self.row_problem(key, position, &id, problem))?;
-                outlines.push(event);
-            }
-            let prompt_tokens = coordinator_prompt_tokens(coordinator_view(&outlines).into_iter());
-            let stmt = tx
-                .prepare_cached(&format!(
-                    "SELECT id::text, invocation_id::text, {}, event_data::text FROM events \
-                     WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND id = $4",
-                    time_text!("timestamp")
-                ))
-                .await
-                .map_err(self.db.pg(op))?;
-            let read_whole =
-                async |positions: Vec<usize>| -> Result<Vec<Event>, SessionStoreError> {
-                    let mut events = Vec::with_capacity(positions.len());
-                    for position in positions {
-                        let id = &outlines[position].id;
-                        let r = tx
-                            .query_one(&stmt, &[&key.app_name, &key.user_id, &key.session_id, id])
-                            .await
-                            .map_err(self.db.pg(op))?;
-                        let row = EventRow {
-                            id: r.get(0),
-                            invocation_id: r.get(1),
-                            column_timestamp: r.get(2),
-                            data: r.get(3),
-                        };
-                        events.push(self.parse_event(key, position, row)?);
-                    }
-                    Ok(events)
-                };
-            let events = read_whole(rolling_tail_positions(&outlines)).await?;
-            let scoped = scoped_user_messages(
-                &read_whole(scoped_user_candidate_positions(&outlines)).await?,
-            );
-            let session = Session {
-                key: key.clone(),
-                state,
-                events,
-                revision,
-            };
-            Ok((session, prompt_tokens, scoped))
-        })
-        .await
-    }
-
-    /// Loads the session's state, revision and live tail (see
-    /// [`compaction_core::SessionStore::load_live_tail`]) in one read transaction.
-    pub async fn load_live_tail(&self, key: &SessionKey) -> Result<Session, SessionStoreError> {
-        Ok(self.read_live_tail(key).await?.0)
-    }
-
-    /// The user messages ADK's Runner filed inside a pipeline scope no `finish_task` closed.
-    pub async fn scoped_user_messages(
-        &self,
-        key: &SessionKey,
-    ) -> Result<ScopedUserMessages, SessionStoreError> {
-        Ok(self.read_live_tail(key).await?.2)
-    }
-
-    /// The gate's figures and their revision, from one read of the live tail (as the SQLite
-    /// `AdkStore` computes them).
-    pub async fn gate_snapshot(&self, key: &SessionKey) -> Result<GateSnapshot, SessionStoreError> {
-        let (tail, prompt_tokens, _) = self.read_live_tail(key).await?;
-        let mut input = gate_input(&tail.events);
-        input.coordinator_prompt_tokens = prompt_tokens;
-        Ok(GateSnapshot::new(input, tail.revision))
-    }
-
     /// Appends `event` if the session's `update_time` is still `expected` (microseconds),
     /// then sets `update_time` to the event's timestamp, in one transaction that holds ADK's
     /// row lock (`SELECT … FOR UPDATE`) from the check to the commit. Returns the new
@@ -695,7 +481,10 @@ impl AdkPostgresStore {
         let mut client = self.db.client(op).await?;
         let result = async {
             let tx = client.transaction().await.map_err(self.db.pg(op))?;
-            let Some(actual) = self.read_revision(&tx, key, true, op).await? else {
+            // A row lock held by another transaction (ADK mid-append) is waited for at most
+            // the pool's `lock_timeout` (`PostgresOptions`, 5 s as SQLite's busy timeout):
+            // then the run ends `store_locked`.
+            let Some(actual) = self.lock_revision(&tx, key, op).await? else {
                 return Err(self.db.not_found(key));
             };
             if actual != expected {
@@ -756,6 +545,9 @@ impl AdkPostgresStore {
         }
         .await;
         self.db.release(client, &result);
+        if let Ok(to) = result {
+            self.tail.advance(key, expected, to, event);
+        }
         result
     }
 }
@@ -796,7 +588,7 @@ impl SessionStore for AdkPostgresStore {
 
 /// The `timestamp` column (text, as the reads select it) in epoch seconds; the text itself
 /// when it is not a time.
-fn column_seconds(text: &str) -> Result<f64, String> {
+pub(crate) fn column_seconds(text: &str) -> Result<f64, String> {
     parse_datetime_micros(text)
         .map(|us| us as f64 / 1e6)
         .ok_or_else(|| text.to_owned())

@@ -34,6 +34,8 @@
 //! server, so nothing is half-written) and is replaced on the next call.
 
 mod adk;
+mod adk_detect;
+mod adk_tail;
 mod append;
 mod port;
 mod read;
@@ -54,7 +56,10 @@ use tokio_postgres::{NoTls, Row};
 use crate::error::SessionStoreError;
 use crate::row::{LiveRef, SessionRow};
 
-pub use adk::{ADK_DEFAULT_SCHEMA, AdkPostgresStore, PostgresLayout, detect_postgres_layout};
+pub use adk::{ADK_DEFAULT_SCHEMA, AdkPostgresStore};
+pub use adk_detect::{
+    ExistingPostgres, PostgresLayout, detect_postgres_layout, open_existing_postgres,
+};
 pub use schema::POSTGRES_SCHEMA_VERSION;
 
 /// How to connect a [`PostgresStore`].

@@ -1,0 +1,181 @@
+//! [`AdkPostgresStore`]'s reads of the live tail: one outline read of the session and one
+//! batched read of the rows it needs whole, at most once per revision of the session.
+//!
+//! The answer is kept per revision ([`crate::tail_memo`]): the gate snapshot, the live tail and
+//! the scope warning of one evaluation read the session once.
+
+use std::collections::HashMap;
+
+use compaction_core::{
+    Event, GateSnapshot, Revision, ScopedUserMessages, Session, SessionKey,
+    coordinator_prompt_tokens, coordinator_view, gate_input, rolling_tail_positions,
+    scoped_user_candidate_positions, scoped_user_messages,
+};
+use deadpool_postgres::Transaction;
+
+use crate::error::SessionStoreError;
+use crate::postgres::adk::{AdkPostgresStore, EventRow, Operation, column_seconds};
+use crate::tail_memo::Tail;
+
+impl AdkPostgresStore {
+    /// The rolling tail ([`compaction_core::rolling_tail_positions`]), the coordinator prompt
+    /// tokens of the whole history and the user messages filed inside a scope, in one read
+    /// transaction: the session's revision and state, then (unless this revision was read
+    /// last) every row as an outline and the rows of the tail and the few scoped-user
+    /// candidates whole, in one batched statement. Mirrors the SQLite `AdkStore`.
+    async fn read_live_tail(
+        &self,
+        key: &SessionKey,
+    ) -> Result<(Session, Option<u64>, ScopedUserMessages), SessionStoreError> {
+        self.read(key, async |tx, revision, state| {
+            let tail = self.tail_at(tx, key, revision).await?;
+            let session = Session {
+                key: key.clone(),
+                state,
+                events: tail.events,
+                revision,
+            };
+            Ok((session, tail.prompt_tokens, tail.scoped))
+        })
+        .await
+    }
+
+    /// The kept answer at `revision`, or a new read of it (then kept).
+    async fn tail_at(
+        &self,
+        tx: &Transaction<'_>,
+        key: &SessionKey,
+        revision: Revision,
+    ) -> Result<Tail, SessionStoreError> {
+        if let Some(tail) = self.tail.get(key, revision) {
+            return Ok(tail);
+        }
+        let tail = self.read_tail(tx, key, revision).await?;
+        self.tail.put(tail.clone());
+        Ok(tail)
+    }
+
+    /// One outline read of the session and one batched read of the rows needed whole.
+    async fn read_tail(
+        &self,
+        tx: &Transaction<'_>,
+        key: &SessionKey,
+        revision: Revision,
+    ) -> Result<Tail, SessionStoreError> {
+        let op = || format!("reading the live tail of session {key}");
+        let op: Operation<'_> = &op;
+        let rows = self.event_rows(tx, key, true, op).await?;
+        let mut outlines = Vec::with_capacity(rows.len());
+        for (position, row) in rows.into_iter().enumerate() {
+            let id = row.id.clone();
+            let column = row.column_timestamp;
+            let event = crate::adk_shape::outline_from_row(
+                row.id,
+                row.invocation_id,
+                row.data.as_deref(),
+                || column_seconds(&column),
+            )
+            .map_err(|problem| self.row_problem(key, position, &id, problem))?;
+            outlines.push(event);
+        }
+        let prompt_tokens = coordinator_prompt_tokens(coordinator_view(&outlines).into_iter());
+        let tail = rolling_tail_positions(&outlines);
+        let candidates = scoped_user_candidate_positions(&outlines);
+        let ids: Vec<String> = tail
+            .iter()
+            .chain(&candidates)
+            .map(|&p| outlines[p].id.clone())
+            .collect();
+        let whole = self.rows_by_id(tx, key, &ids, op).await?;
+        // A row deleted since the outline read cannot be: the transaction is repeatable-read.
+        let events_at = |positions: Vec<usize>| -> Result<Vec<Event>, SessionStoreError> {
+            positions
+                .into_iter()
+                .map(|position| {
+                    let row = whole
+                        .get(&outlines[position].id)
+                        .cloned()
+                        .ok_or_else(|| self.db.not_found(key))?;
+                    self.parse_event(key, position, row)
+                })
+                .collect()
+        };
+        let events = events_at(tail)?;
+        let scoped = scoped_user_messages(&events_at(candidates)?);
+        Ok(Tail {
+            key: key.clone(),
+            revision,
+            events,
+            prompt_tokens,
+            scoped,
+        })
+    }
+
+    /// The session's rows with these ids, whole, in one statement, by id.
+    async fn rows_by_id(
+        &self,
+        tx: &Transaction<'_>,
+        key: &SessionKey,
+        ids: &[String],
+        op: Operation<'_>,
+    ) -> Result<HashMap<String, EventRow>, SessionStoreError> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let stmt = tx
+            .prepare_cached(&format!(
+                "SELECT id::text, invocation_id::text, {}, event_data::text FROM events \
+                 WHERE app_name = $1 AND user_id = $2 AND session_id = $3 \
+                 AND id = ANY($4::text[])",
+                crate::postgres::adk::time_text!("timestamp")
+            ))
+            .await
+            .map_err(self.db.pg(op))?;
+        let rows = tx
+            .query(&stmt, &[&key.app_name, &key.user_id, &key.session_id, &ids])
+            .await
+            .map_err(self.db.pg(op))?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let row = EventRow {
+                    id: r.get(0),
+                    invocation_id: r.get(1),
+                    column_timestamp: r.get(2),
+                    data: r.get(3),
+                };
+                (row.id.clone(), row)
+            })
+            .collect())
+    }
+
+    /// Loads the session's state, revision and live tail (see
+    /// [`compaction_core::SessionStore::load_live_tail`]) in one read transaction.
+    pub async fn load_live_tail(&self, key: &SessionKey) -> Result<Session, SessionStoreError> {
+        Ok(self.read_live_tail(key).await?.0)
+    }
+
+    /// The user messages ADK's Runner filed inside a pipeline scope no `finish_task` closed:
+    /// known without a read after this store's own append ([`crate::tail_memo`]).
+    pub async fn scoped_user_messages(
+        &self,
+        key: &SessionKey,
+    ) -> Result<ScopedUserMessages, SessionStoreError> {
+        self.read(key, async |tx, revision, _state| {
+            match self.tail.scoped(key, revision) {
+                Some(scoped) => Ok(scoped),
+                None => Ok(self.tail_at(tx, key, revision).await?.scoped),
+            }
+        })
+        .await
+    }
+
+    /// The gate's figures and their revision, from one read of the live tail (as the SQLite
+    /// `AdkStore` computes them).
+    pub async fn gate_snapshot(&self, key: &SessionKey) -> Result<GateSnapshot, SessionStoreError> {
+        let (tail, prompt_tokens, _) = self.read_live_tail(key).await?;
+        let mut input = gate_input(&tail.events);
+        input.coordinator_prompt_tokens = prompt_tokens;
+        Ok(GateSnapshot::new(input, tail.revision))
+    }
+}
