@@ -12,6 +12,8 @@
 //! - `adk-interop`: the `compaction` binary against real Google ADK (Python venv, pinned ADK).
 //! - `eval-decision [--cases FILE | --sessions DIR [--per-turn]] [--adapter NAME]`: decision-quality
 //!   figures per split, or per labelled research session probing every turn.
+//! - `fetch-model [--dir DIR]`: installs the embedding decision model's files (see
+//!   `fetch_model`); `.ci/run` runs it before `verify`.
 //! - `eval-summary [--sessions DIR] [--summarizer offline|chat|auto] [--canary]`: how much of
 //!   the folded turns the rolling summary keeps (see `eval_summary`).
 
@@ -24,6 +26,7 @@ use std::time::Instant;
 mod adk;
 mod eval;
 mod eval_summary;
+mod fetch_model;
 mod pg;
 mod purity;
 
@@ -223,6 +226,7 @@ fn main() -> ExitCode {
         Some("pg") => pg::command(&args[1..]),
         Some("eval-decision") => eval::eval_decision(&args[1..]),
         Some("eval-summary") => eval_summary::eval_summary(&args[1..]),
+        Some("fetch-model") => fetch_model::fetch_model(&args[1..]),
         Some("adk-interop") => match adk::interop() {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -232,7 +236,7 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask <verify|purity|publish|eval-decision|eval-summary|adk-interop|pg>"
+                "usage: cargo xtask <verify|purity|publish|eval-decision|eval-summary|fetch-model|adk-interop|pg>"
             );
             ExitCode::from(2)
         }

@@ -160,6 +160,8 @@ impl Registry {
             D::Decisions,
             D::OpenAiDecisions,
             D::ChatLogprobs,
+            D::Local,
+            D::Embedding,
             D::Offline,
         ] {
             registry = registry.decision_adapter(choice.as_str(), &D_KEYS, move |input| {

@@ -429,7 +429,7 @@ fn overlap(words: &[&str], reference: &WordSet<'_>) -> f64 {
 
 /// The turns of a state: its structured turns, or, for a state made from text alone, the
 /// case format's reading of its Markdown.
-fn turns_of(state: &DecisionState) -> std::borrow::Cow<'_, [StateTurn]> {
+pub(crate) fn turns_of(state: &DecisionState) -> std::borrow::Cow<'_, [StateTurn]> {
     if state.turns.is_empty()
         && !(state.earlier_discussion.is_empty() && state.latest_turn.is_empty())
     {

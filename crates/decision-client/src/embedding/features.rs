@@ -1,0 +1,260 @@
+//! The embedding model's features: similarities of meaning between the latest turn and the
+//! earlier ones, beside the structural lexical features that earn their weight. Pure
+//! arithmetic over unit vectors; no cue phrase.
+//!
+//! | feature | meaning |
+//! | --- | --- |
+//! | `sim_prev_query` | cosine of the query and the previous query |
+//! | `sim_prev_turn` | cosine of the query and the previous turn (query + reply) |
+//! | `sim_unit` | cosine of the query and the centroid of the last [`UNIT_TURNS`] turns (the current unit) |
+//! | `tail_sim_unit` | the same for the query's last sentence (a query that closes the old unit and then asks something new) |
+//! | `tail_gap` | `sim_unit − tail_sim_unit`, floored at 0: the query's request moves away from what its opening still talks about |
+//! | `return_gain` | best cosine of the query with a turn older than the unit, minus `sim_unit`, floored at 0 (a return to an earlier unit) |
+//! | `reply_sim_unit` | cosine of the latest reply and the centroid of the unit's replies |
+//! | `prev_shift` | 1 − cosine of the previous query and the turns before it: the previous turn itself changed the subject, so this one follows it |
+//! | `novelty_last_pair`, `novelty_earlier`, `reply_novelty`, `user_asks`, `previous_asked`, `shared_figure`, `user_length` | the lexical model's structural features ([`crate::offline`]) |
+//! | `no_earlier` | no earlier turn fitted the budget |
+//! | `research_context` | a turn of the state is a research turn |
+
+use crate::offline::Features as Lexical;
+
+/// How many of the latest earlier turns make up the current unit.
+pub const UNIT_TURNS: usize = 3;
+
+/// The vectors of one turn.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TurnVectors {
+    /// The user query.
+    pub query: Vec<f32>,
+    /// The assistant reply (its opening).
+    pub reply: Vec<f32>,
+}
+
+impl TurnVectors {
+    /// Query and reply together: their normalised sum.
+    fn whole(&self) -> Vec<f32> {
+        centroid([self.query.as_slice(), self.reply.as_slice()])
+    }
+}
+
+/// The vectors of a decision state's turns.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StateVectors {
+    /// Earlier turns, oldest first.
+    pub earlier: Vec<TurnVectors>,
+    /// The latest turn.
+    pub latest: TurnVectors,
+    /// The latest query's last sentence (the query itself when it has one sentence).
+    pub latest_tail: Vec<f32>,
+}
+
+/// Number of fitted features.
+pub const N_FEATURES: usize = 17;
+
+/// Names of the fitted features, in weight order.
+pub const FEATURE_NAMES: [&str; N_FEATURES] = [
+    "sim_prev_query",
+    "sim_prev_turn",
+    "sim_unit",
+    "tail_sim_unit",
+    "tail_gap",
+    "return_gain",
+    "reply_sim_unit",
+    "prev_shift",
+    "novelty_last_pair",
+    "novelty_earlier",
+    "reply_novelty",
+    "user_asks",
+    "previous_asked",
+    "shared_figure",
+    "user_length",
+    "no_earlier",
+    "research_context",
+];
+
+/// Cosine of two vectors (0 when either is zero).
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
+    for (x, y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(*x), f64::from(*y));
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+/// The normalised sum of `vectors` (empty when there is none).
+pub fn centroid<'a>(vectors: impl IntoIterator<Item = &'a [f32]>) -> Vec<f32> {
+    let mut sum: Vec<f32> = Vec::new();
+    for v in vectors {
+        if sum.is_empty() {
+            sum = vec![0.0; v.len()];
+        }
+        for (s, x) in sum.iter_mut().zip(v) {
+            *s += x;
+        }
+    }
+    let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        sum.iter_mut().for_each(|x| *x /= norm);
+    }
+    sum
+}
+
+fn flag(b: bool) -> f64 {
+    if b { 1.0 } else { 0.0 }
+}
+
+/// The fitted features of a state from its vectors and its lexical features.
+pub fn features(v: &StateVectors, lexical: &Lexical) -> [f64; N_FEATURES] {
+    let q = &v.latest.query;
+    let n = v.earlier.len();
+    let unit = &v.earlier[n.saturating_sub(UNIT_TURNS)..];
+    let older = &v.earlier[..n.saturating_sub(UNIT_TURNS)];
+    let wholes: Vec<Vec<f32>> = unit.iter().map(TurnVectors::whole).collect();
+    let unit_centroid = centroid(wholes.iter().map(Vec::as_slice));
+    let unit_replies = centroid(unit.iter().map(|t| t.reply.as_slice()));
+    let (sim_prev_query, sim_prev_turn, prev_shift) = match v.earlier.split_last() {
+        Some((prev, before)) => {
+            let before = &before[before.len().saturating_sub(UNIT_TURNS)..];
+            let before_centroid = centroid(
+                before
+                    .iter()
+                    .map(TurnVectors::whole)
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(Vec::as_slice),
+            );
+            let shift = if before.is_empty() {
+                0.0
+            } else {
+                1.0 - cosine(&prev.query, &before_centroid)
+            };
+            (cosine(q, &prev.query), cosine(q, &prev.whole()), shift)
+        }
+        None => (0.0, 0.0, 0.0),
+    };
+    let sim_unit = cosine(q, &unit_centroid);
+    let tail_sim_unit = cosine(&v.latest_tail, &unit_centroid);
+    let best_older = older
+        .iter()
+        .map(|t| cosine(q, &t.whole()))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let return_gain = if older.is_empty() {
+        0.0
+    } else {
+        (best_older - sim_unit).max(0.0)
+    };
+    [
+        sim_prev_query,
+        sim_prev_turn,
+        sim_unit,
+        tail_sim_unit,
+        (sim_unit - tail_sim_unit).max(0.0),
+        return_gain,
+        cosine(&v.latest.reply, &unit_replies),
+        prev_shift,
+        lexical.novelty_last_pair,
+        lexical.novelty_earlier,
+        lexical.reply_novelty,
+        flag(lexical.user_asks),
+        flag(lexical.previous_asked),
+        flag(lexical.shared_figure),
+        lexical.user_length,
+        flag(lexical.no_earlier),
+        flag(lexical.research_context),
+    ]
+}
+
+/// The last sentence of `query` with at least three words, when the query has more than
+/// one sentence; `None` otherwise.
+pub fn last_sentence(query: &str) -> Option<&str> {
+    let trimmed = query.trim();
+    let mut cuts: Vec<usize> = trimmed
+        .char_indices()
+        .filter(|&(i, c)| {
+            matches!(c, '.' | '?' | '!' | ':' | '\n')
+                && trimmed[i + c.len_utf8()..]
+                    .chars()
+                    .next()
+                    .is_some_and(char::is_whitespace)
+        })
+        .map(|(i, c)| i + c.len_utf8())
+        .collect();
+    if cuts.is_empty() {
+        return None;
+    }
+    let mut ends = cuts.clone();
+    ends.push(trimmed.len());
+    cuts.insert(0, 0);
+    // From the last sentence backwards, the first one long enough to be a sentence.
+    cuts.iter()
+        .zip(&ends)
+        .rev()
+        .map(|(&start, &end)| trimmed[start..end].trim())
+        .find(|s| s.split_whitespace().count() >= 3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(v: &[f32]) -> Vec<f32> {
+        centroid([v])
+    }
+
+    #[test]
+    fn cosine_and_centroid_by_hand() {
+        assert!((cosine(&[1.0, 0.0], &[1.0, 1.0]) - 0.5f64.sqrt()).abs() < 1e-6);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
+        let c = centroid([[1.0f32, 0.0].as_slice(), [0.0, 1.0].as_slice()]);
+        assert!((c[0] - 0.5f32.sqrt()).abs() < 1e-6 && (c[1] - c[0]).abs() < 1e-6);
+        assert!(centroid(std::iter::empty::<&[f32]>()).is_empty());
+    }
+
+    #[test]
+    fn the_last_sentence_is_the_request_after_a_wrap_up() {
+        assert_eq!(
+            last_sentence(
+                "Good, that closes the first part. Different paper now: how do kelp forests store carbon?"
+            ),
+            Some("how do kelp forests store carbon?")
+        );
+        assert_eq!(last_sentence("How do kelp forests store carbon?"), None);
+        // A short trailing fragment is not a sentence: the one before it is taken.
+        assert_eq!(
+            last_sentence("Okay. Tell me about kelp carbon storage. Thanks!"),
+            Some("Tell me about kelp carbon storage.")
+        );
+    }
+
+    /// A query pointing away from the unit scores lower similarities than one that stays,
+    /// and a return to an older turn shows as a gain.
+    #[test]
+    fn similarities_follow_the_vectors() {
+        let a = unit(&[1.0, 0.0, 0.0]);
+        let b = unit(&[0.0, 1.0, 0.0]);
+        let c = unit(&[0.0, 0.0, 1.0]);
+        let turn = |v: &Vec<f32>| TurnVectors {
+            query: v.clone(),
+            reply: v.clone(),
+        };
+        let earlier = vec![turn(&c), turn(&a), turn(&a), turn(&a)];
+        let state = |q: &Vec<f32>| StateVectors {
+            earlier: earlier.clone(),
+            latest: turn(q),
+            latest_tail: q.clone(),
+        };
+        let lexical = Lexical::default();
+        let stay = features(&state(&a), &lexical);
+        let away = features(&state(&b), &lexical);
+        let back = features(&state(&c), &lexical);
+        assert!((stay[2] - 1.0).abs() < 1e-6 && away[2].abs() < 1e-6);
+        assert!(back[5] > 0.99 && stay[5] == 0.0, "{back:?}");
+    }
+}
