@@ -352,6 +352,40 @@ fn demo_output() {
     });
 }
 
+/// With the embedding model's files installed, the demo runs it and its banner says so;
+/// without them (outside CI) the test says SKIPPED. The other tests run the lexical model
+/// (see `common::compaction`), whose banner says how to install the files.
+#[test]
+fn the_demo_runs_the_embedding_model_when_its_files_are_installed() {
+    let out = common::compaction_with_installed_model()
+        .arg("demo")
+        .output()
+        .expect("run demo");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let banner = stdout.lines().next().unwrap_or_default();
+    if banner.starts_with("decision model: offline lexical model") {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but the demo did not find the embedding model: {banner}"
+        );
+        assert!(banner.contains("cargo xtask fetch-model"), "{banner}");
+        eprintln!("SKIPPED: the embedding model's files are not installed ({banner})");
+        return;
+    }
+    assert!(
+        banner.starts_with(
+            "decision model: embedding model all-MiniLM-L6-v2+head-v1 (local, files in "
+        ),
+        "{banner}"
+    );
+    assert!(stdout.contains("probe"), "{stdout}");
+}
+
 /// `--otlp-endpoint URL` exports the compaction spans, with the replay's turn spans, to a
 /// collector; the turn span is OpenInference's CHAIN with `session.id`, filed under the
 /// project `--otlp-project` names.

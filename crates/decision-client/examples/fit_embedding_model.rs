@@ -9,8 +9,8 @@
 //!    state the engine sends (`decision_client::sessions`), embedded once (vectors cached in
 //!    `target/embedding-vectors.bin`, keyed by text), and featurized
 //!    (`decision_client::embedding::features`).
-//! 2. Leave-one-session-out: for each session S, the head (logistic regression, L2, full-batch
-//!    descent from zero; Platt's A and B after it) is fitted on TIAGE **train** + every other
+//! 2. Leave-one-session-out: for each session S, the head (logistic regression, L2, Newton's
+//!    method from zero; Platt's A and B after it) is fitted on TIAGE **train** + every other
 //!    session (weights) and TIAGE **dev** + every other session (Platt), then S is scored at
 //!    τ = 0.75. The lexical model is refitted the same way, fold by fold, beside it.
 //! 3. The shipped head is fitted the same way on every session; its TIAGE **test** figures are
@@ -28,7 +28,7 @@ use std::process::ExitCode;
 
 use compaction_core::state::DEFAULT_STATE_BUDGET_TOKENS;
 use compaction_core::{CharsPerToken, DecisionState};
-use decision_client::embedding::features::{FEATURE_NAMES, N_FEATURES, features, last_sentence};
+use decision_client::embedding::features::{FEATURE_NAMES, features, has_table, last_sentence};
 use decision_client::embedding::files::resolve;
 use decision_client::embedding::{Encoder, QUERY_TOKENS, REPLY_TOKENS, StateVectors, TurnVectors};
 use decision_client::eval::{load_cases, metrics, roc_auc};
@@ -36,10 +36,10 @@ use decision_client::offline::{Features, sigmoid};
 use decision_client::sessions::{load_sessions, turn_cases};
 
 const TAU: f64 = 0.75;
-const STEPS: usize = 4000;
-const RATE: f64 = 0.5;
+/// Newton iterations at most (it converges in about ten).
+const STEPS: usize = 50;
 /// Chosen with `--search` on the four shared sessions (see docs/DECISION-QUALITY.md).
-const SESSION_WEIGHT: f64 = 20.0;
+const SESSION_WEIGHT: f64 = 40.0;
 const L2: f64 = 0.001;
 
 #[derive(Clone)]
@@ -51,6 +51,8 @@ struct Row {
     lex: Vec<f64>,
     /// `turn N` of a session, the case id of TIAGE.
     name: String,
+    /// 1 in a research context (a research turn in the state), else 0.
+    research: f64,
 }
 
 /// Vectors by (text, max tokens), persisted between runs.
@@ -160,6 +162,10 @@ impl Store {
             earlier,
             latest: latest_v,
             latest_tail,
+            previous_table: turns
+                .len()
+                .checked_sub(2)
+                .is_some_and(|i| has_table(&turns[i].assistant)),
         }
     }
 
@@ -172,6 +178,7 @@ impl Store {
             w,
             lex: lexical.fitted().to_vec(),
             name,
+            research: if lexical.research_context { 1.0 } else { 0.0 },
         }
     }
 }
@@ -181,6 +188,8 @@ struct Head {
     w: Vec<f64>,
     b: f64,
     a: f64,
+    /// Platt's shift in a research context.
+    pc: f64,
     pb: f64,
 }
 
@@ -189,47 +198,110 @@ impl Head {
         b + w.iter().zip(x).map(|(wi, xi)| wi * xi).sum::<f64>()
     }
 
-    fn p(&self, x: &[f64]) -> f64 {
-        sigmoid(self.a * Self::z(&self.w, self.b, x) + self.pb)
+    fn p(&self, r: &Row, x: fn(&Row) -> &[f64]) -> f64 {
+        sigmoid(self.a * Self::z(&self.w, self.b, x(r)) + self.pc * r.research + self.pb)
     }
 
     /// Logistic regression on `fit`, then Platt on `calibrate`; `x` picks the features.
     fn fit(fit: &[Row], calibrate: &[Row], x: fn(&Row) -> &[f64], l2: f64) -> Head {
-        let d = x(&fit[0]).len();
-        let (mut w, mut b) = (vec![0.0f64; d], 0.0f64);
-        let n: f64 = fit.iter().map(|r| r.w).sum();
-        for _ in 0..STEPS {
-            let (mut gw, mut gb) = (vec![0.0f64; d], 0.0f64);
-            for r in fit {
-                let e = (sigmoid(Self::z(&w, b, x(r))) - f64::from(u8::from(r.y))) * r.w;
-                gb += e;
-                for (g, xi) in gw.iter_mut().zip(x(r)) {
-                    *g += e * xi;
+        let rows: Vec<(Vec<f64>, f64, f64)> = fit
+            .iter()
+            .map(|r| (x(r).to_vec(), f64::from(u8::from(r.y)), r.w))
+            .collect();
+        let (b, w) = newton(&rows, l2);
+        let zs: Vec<(Vec<f64>, f64, f64)> = calibrate
+            .iter()
+            .map(|r| {
+                (
+                    vec![Self::z(&w, b, x(r)), r.research],
+                    f64::from(u8::from(r.y)),
+                    r.w,
+                )
+            })
+            .collect();
+        let (pb, a) = newton(&zs, 1e-6);
+        Head {
+            w,
+            b,
+            a: a[0],
+            pc: a[1],
+            pb,
+        }
+    }
+}
+
+/// Weighted L2 logistic regression by Newton's method (the bias is not penalized):
+/// minimizes Σ wᵢ·loss(yᵢ, σ(b + w·xᵢ)) / Σ wᵢ + λ/2·|w|². Returns (b, w).
+fn newton(rows: &[(Vec<f64>, f64, f64)], l2: f64) -> (f64, Vec<f64>) {
+    let d = rows[0].0.len() + 1;
+    let n: f64 = rows.iter().map(|r| r.2).sum();
+    let mut theta = vec![0.0f64; d];
+    for _ in 0..STEPS {
+        let mut g = vec![0.0f64; d];
+        let mut h = vec![vec![0.0f64; d]; d];
+        for (xs, y, wt) in rows {
+            let xa: Vec<f64> = std::iter::once(1.0).chain(xs.iter().copied()).collect();
+            let z: f64 = theta.iter().zip(&xa).map(|(t, v)| t * v).sum();
+            let p = sigmoid(z);
+            let (e, s) = ((p - y) * wt / n, p * (1.0 - p) * wt / n);
+            for i in 0..d {
+                g[i] += e * xa[i];
+                for j in 0..d {
+                    h[i][j] += s * xa[i] * xa[j];
                 }
             }
-            b -= RATE * gb / n;
-            for (wi, g) in w.iter_mut().zip(&gw) {
-                *wi -= RATE * (g / n + l2 * *wi);
-            }
         }
-        let zs: Vec<(f64, f64, f64)> = calibrate
-            .iter()
-            .map(|r| (Self::z(&w, b, x(r)), f64::from(u8::from(r.y)), r.w))
-            .collect();
-        let (mut a, mut pb) = (1.0f64, 0.0f64);
-        let m: f64 = zs.iter().map(|r| r.2).sum();
-        for _ in 0..STEPS {
-            let (mut ga, mut gb) = (0.0, 0.0);
-            for &(zi, y, wt) in &zs {
-                let e = (sigmoid(a * zi + pb) - y) * wt;
-                ga += e * zi;
-                gb += e;
-            }
-            a -= RATE * ga / m;
-            pb -= RATE * gb / m;
+        for i in 1..d {
+            g[i] += l2 * theta[i];
+            h[i][i] += l2;
         }
-        Head { w, b, a, pb }
+        let step = solve(h, g);
+        let mut moved = 0.0f64;
+        for (t, s) in theta.iter_mut().zip(&step) {
+            *t -= s;
+            moved = moved.max(s.abs());
+        }
+        if moved < 1e-9 {
+            break;
+        }
     }
+    (theta[0], theta[1..].to_vec())
+}
+
+/// Solves h·s = g by Gaussian elimination with partial pivoting.
+fn solve(mut h: Vec<Vec<f64>>, mut g: Vec<f64>) -> Vec<f64> {
+    let d = g.len();
+    for c in 0..d {
+        let p = (c..d)
+            .max_by(|&a, &b| h[a][c].abs().total_cmp(&h[b][c].abs()))
+            .unwrap_or(c);
+        h.swap(c, p);
+        g.swap(c, p);
+        let pivot = if h[c][c].abs() < 1e-12 {
+            1e-12
+        } else {
+            h[c][c]
+        };
+        for r in c + 1..d {
+            let f = h[r][c] / pivot;
+            let pivot_row = h[c].clone();
+            for (x, p) in h[r].iter_mut().zip(&pivot_row).skip(c) {
+                *x -= f * p;
+            }
+            g[r] -= f * g[c];
+        }
+    }
+    let mut s = vec![0.0f64; d];
+    for c in (0..d).rev() {
+        let rest: f64 = (c + 1..d).map(|k| h[c][k] * s[k]).sum();
+        let pivot = if h[c][c].abs() < 1e-12 {
+            1e-12
+        } else {
+            h[c][c]
+        };
+        s[c] = (g[c] - rest) / pivot;
+    }
+    s
 }
 
 fn embedding_x(r: &Row) -> &[f64] {
@@ -238,6 +310,9 @@ fn embedding_x(r: &Row) -> &[f64] {
 fn lexical_x(r: &Row) -> &[f64] {
     &r.lex
 }
+
+/// One session scored by a head fitted without it: (session, [(p, label, turn)]).
+type Fold = (String, Vec<(f64, bool, String)>);
 
 struct Data {
     train: Vec<Row>,
@@ -273,19 +348,14 @@ impl Data {
     }
 
     /// Every session scored by the head fitted without it: (session, [(p, y, turn)]).
-    fn loso(
-        &self,
-        x: fn(&Row) -> &[f64],
-        weight: f64,
-        l2: f64,
-    ) -> Vec<(String, Vec<(f64, bool, String)>)> {
+    fn loso(&self, x: fn(&Row) -> &[f64], weight: f64, l2: f64) -> Vec<Fold> {
         self.sessions
             .iter()
             .map(|(name, rows)| {
                 let head = self.head(Some(name), x, weight, l2);
                 let scored = rows
                     .iter()
-                    .map(|r| (head.p(x(r)), r.y, r.name.clone()))
+                    .map(|r| (head.p(r, x), r.y, r.name.clone()))
                     .collect();
                 (name.clone(), scored)
             })
@@ -293,14 +363,14 @@ impl Data {
     }
 }
 
-fn pooled(folds: &[(String, Vec<(f64, bool, String)>)]) -> Vec<(f64, bool)> {
+fn pooled(folds: &[Fold]) -> Vec<(f64, bool)> {
     folds
         .iter()
         .flat_map(|(_, s)| s.iter().map(|(p, y, _)| (*p, *y)))
         .collect()
 }
 
-fn report(label: &str, folds: &[(String, Vec<(f64, bool, String)>)]) {
+fn report(label: &str, folds: &[Fold]) {
     println!("## {label}: leave-one-session-out at tau {TAU}");
     for (name, scored) in folds {
         let pairs: Vec<(f64, bool)> = scored.iter().map(|(p, y, _)| (*p, *y)).collect();
@@ -360,6 +430,10 @@ fn constants_block(head: &Head, note: &str) -> String {
     out.push_str(&format!(
         "/// Platt scaling intercept.\npub const PLATT_B: f64 = {:.4};\n",
         head.pb
+    ));
+    out.push_str(&format!(
+        "/// Platt scaling's shift in a research context.\npub const PLATT_RESEARCH: f64 = {:.4};\n",
+        head.pc
     ));
     out.push_str("// FITTED-CONSTANTS-END\n");
     out
@@ -473,8 +547,8 @@ fn main() -> ExitCode {
         }
     };
     if a.search {
-        for weight in [5.0, 10.0, 20.0, 40.0] {
-            for l2 in [0.0001, 0.001, 0.01] {
+        for weight in [10.0, 20.0, 40.0, 80.0] {
+            for l2 in [0.00001, 0.0001, 0.001] {
                 let pairs = pooled(&data.loso(embedding_x, weight, l2));
                 if let Some(m) = metrics(&pairs, TAU) {
                     println!(
@@ -505,7 +579,7 @@ fn main() -> ExitCode {
             ("dev", &data.dev),
             ("test", &data.test),
         ] {
-            let scored: Vec<(f64, bool)> = rows.iter().map(|r| (h.p(x(r)), r.y)).collect();
+            let scored: Vec<(f64, bool)> = rows.iter().map(|r| (h.p(r, x), r.y)).collect();
             if let Some(m) = metrics(&scored, TAU) {
                 println!("tiage {split} ({label}, all-session head): {m}");
             }
@@ -515,7 +589,7 @@ fn main() -> ExitCode {
         &data
             .test
             .iter()
-            .map(|r| (head.p(&r.x), r.y))
+            .map(|r| (head.p(r, embedding_x), r.y))
             .collect::<Vec<_>>(),
     );
     let names: Vec<&str> = data.sessions.iter().map(|(n, _)| n.as_str()).collect();

@@ -12,6 +12,9 @@
 //! | `return_gain` | best cosine of the query with a turn older than the unit, minus `sim_unit`, floored at 0 (a return to an earlier unit) |
 //! | `reply_sim_unit` | cosine of the latest reply and the centroid of the unit's replies |
 //! | `prev_shift` | 1 − cosine of the previous query and the turns before it: the previous turn itself changed the subject, so this one follows it |
+//! | `prev_recap` | cosine of the previous reply and the turns before it: the previous turn looked back over the unit (a recap, a comparison), so the unit may be done |
+//! | `prev_table` | the previous reply holds a Markdown table (structure: a deliverable that gathers the unit) |
+//! | `research_sim_prev_query`, `research_reply_sim_unit` | `sim_prev_query` and `reply_sim_unit` in a research context (0 otherwise): research sessions stay within one field, so their similarities sit higher than chit-chat's |
 //! | `novelty_last_pair`, `novelty_earlier`, `reply_novelty`, `user_asks`, `previous_asked`, `shared_figure`, `user_length` | the lexical model's structural features ([`crate::offline`]) |
 //! | `no_earlier` | no earlier turn fitted the budget |
 //! | `research_context` | a turn of the state is a research turn |
@@ -37,6 +40,15 @@ impl TurnVectors {
     }
 }
 
+/// True when `text` holds a Markdown table: two or more lines that start and end with `|`.
+pub fn has_table(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| l.len() > 2 && l.starts_with('|') && l.ends_with('|'))
+        .count()
+        >= 2
+}
+
 /// The vectors of a decision state's turns.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StateVectors {
@@ -46,10 +58,12 @@ pub struct StateVectors {
     pub latest: TurnVectors,
     /// The latest query's last sentence (the query itself when it has one sentence).
     pub latest_tail: Vec<f32>,
+    /// The previous reply holds a Markdown table.
+    pub previous_table: bool,
 }
 
 /// Number of fitted features.
-pub const N_FEATURES: usize = 17;
+pub const N_FEATURES: usize = 21;
 
 /// Names of the fitted features, in weight order.
 pub const FEATURE_NAMES: [&str; N_FEATURES] = [
@@ -61,6 +75,10 @@ pub const FEATURE_NAMES: [&str; N_FEATURES] = [
     "return_gain",
     "reply_sim_unit",
     "prev_shift",
+    "prev_recap",
+    "prev_table",
+    "research_sim_prev_query",
+    "research_reply_sim_unit",
     "novelty_last_pair",
     "novelty_earlier",
     "reply_novelty",
@@ -119,7 +137,7 @@ pub fn features(v: &StateVectors, lexical: &Lexical) -> [f64; N_FEATURES] {
     let wholes: Vec<Vec<f32>> = unit.iter().map(TurnVectors::whole).collect();
     let unit_centroid = centroid(wholes.iter().map(Vec::as_slice));
     let unit_replies = centroid(unit.iter().map(|t| t.reply.as_slice()));
-    let (sim_prev_query, sim_prev_turn, prev_shift) = match v.earlier.split_last() {
+    let (sim_prev_query, sim_prev_turn, prev_shift, prev_recap) = match v.earlier.split_last() {
         Some((prev, before)) => {
             let before = &before[before.len().saturating_sub(UNIT_TURNS)..];
             let before_centroid = centroid(
@@ -130,15 +148,25 @@ pub fn features(v: &StateVectors, lexical: &Lexical) -> [f64; N_FEATURES] {
                     .iter()
                     .map(Vec::as_slice),
             );
-            let shift = if before.is_empty() {
-                0.0
+            let (shift, recap) = if before.is_empty() {
+                (0.0, 0.0)
             } else {
-                1.0 - cosine(&prev.query, &before_centroid)
+                (
+                    1.0 - cosine(&prev.query, &before_centroid),
+                    cosine(&prev.reply, &before_centroid),
+                )
             };
-            (cosine(q, &prev.query), cosine(q, &prev.whole()), shift)
+            (
+                cosine(q, &prev.query),
+                cosine(q, &prev.whole()),
+                shift,
+                recap,
+            )
         }
-        None => (0.0, 0.0, 0.0),
+        None => (0.0, 0.0, 0.0, 0.0),
     };
+    let research = flag(lexical.research_context);
+    let reply_sim_unit = cosine(&v.latest.reply, &unit_replies);
     let sim_unit = cosine(q, &unit_centroid);
     let tail_sim_unit = cosine(&v.latest_tail, &unit_centroid);
     let best_older = older
@@ -157,8 +185,12 @@ pub fn features(v: &StateVectors, lexical: &Lexical) -> [f64; N_FEATURES] {
         tail_sim_unit,
         (sim_unit - tail_sim_unit).max(0.0),
         return_gain,
-        cosine(&v.latest.reply, &unit_replies),
+        reply_sim_unit,
         prev_shift,
+        prev_recap,
+        flag(v.previous_table),
+        research * sim_prev_query,
+        research * reply_sim_unit,
         lexical.novelty_last_pair,
         lexical.novelty_earlier,
         lexical.reply_novelty,
@@ -249,6 +281,7 @@ mod tests {
             earlier: earlier.clone(),
             latest: turn(q),
             latest_tail: q.clone(),
+            previous_table: false,
         };
         let lexical = Lexical::default();
         let stay = features(&state(&a), &lexical);

@@ -43,6 +43,7 @@ pub const CACHE_ENTRIES: usize = 8192;
 
 /// p for a state with these vectors, with the embedded head.
 pub fn probability(vectors: &StateVectors, state: &compaction_core::DecisionState) -> f64 {
-    let x = features::features(vectors, &crate::offline::Features::of(state));
-    head::probability(&x)
+    let lexical = crate::offline::Features::of(state);
+    let x = features::features(vectors, &lexical);
+    head::probability(&x, lexical.research_context)
 }

@@ -16,10 +16,13 @@ use super::features::{self, StateVectors, TurnVectors};
 use super::files::{ModelDir, ModelFileError};
 use super::{CACHE_ENTRIES, MODEL_NAME, QUERY_TOKENS, REPLY_TOKENS, probability};
 
+/// Vectors by (hash of the text, tokens embedded).
+type Vectors = HashMap<(u64, usize), Arc<[f32]>>;
+
 /// Vectors by text, computed once.
 #[derive(Debug, Default)]
 pub struct VectorCache {
-    map: Mutex<HashMap<(u64, usize), Arc<[f32]>>>,
+    map: Mutex<Vectors>,
 }
 
 fn key(text: &str, max_tokens: usize) -> (u64, usize) {
@@ -59,7 +62,7 @@ impl VectorCache {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(u64, usize), Arc<[f32]>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vectors> {
         // A panic while holding the lock leaves a usable map of complete entries.
         self.map
             .lock()
@@ -91,6 +94,9 @@ pub fn state_vectors(
         earlier: earlier.iter().map(turn).collect::<Result<_, _>>()?,
         latest: latest_vectors,
         latest_tail,
+        previous_table: earlier
+            .last()
+            .is_some_and(|t| features::has_table(&t.assistant)),
     })
 }
 
