@@ -442,7 +442,7 @@ mod tests {
         assert_eq!(
             err,
             "decision_adapter is \"psychic\"; the registered adapters are: auto, decisions, \
-             openai-decisions, chat-logprobs, offline"
+             openai-decisions, chat-logprobs, local, embedding, offline"
         );
     }
 
