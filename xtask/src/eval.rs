@@ -3,7 +3,7 @@
 //! `split=test n=426 auc=… acc@tau=… f1@tau=… recall@tau=… spec@tau=… f1@best=… brier=… ece=…`.
 //!
 //! With `--sessions DIR` it reads the labelled research sessions of DIR instead (format in
-//! `../shared/data/research-sessions/README.md`) and probes after every turn with the decision
+//! `data/research-sessions/README.md`) and probes after every turn with the decision
 //! state the engine sends when its gate is open and nothing is compacted
 //! (`decision_client::sessions`), label `expect.pivot`; it prints one line per session and one
 //! `session=overall`, and with `--per-turn` each turn's p beside its labels.
@@ -40,9 +40,8 @@ struct Args {
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut parsed = Args {
-        cases: workspace.join("../shared/data/topic-shift/cases.jsonl"),
+        cases: test_data::repo_path(test_data::TIAGE_CASES),
         sessions: None,
         per_turn: false,
         adapter: "offline".to_owned(),

@@ -1,7 +1,8 @@
 //! `cargo xtask eval-summary [--sessions DIR] [--summarizer offline|chat|auto] [--config FILE]
 //! [--canary] [--verbose]`: how much of the folded turns a rolling summary still holds.
 //!
-//! Each labelled session (`../shared/data/research-sessions/*.json`, format in its README) is
+//! Each labelled session (the repository's `data/research-sessions/*.json` by default, `--sessions DIR` for others;
+//! format in its README) is
 //! replayed through the real engine (`compaction_core::Engine`, a `SqliteStore` in a temporary
 //! directory, the cli's replay driver) under four runs:
 //! - `defaults`: the spec's settings and the offline decision model;
@@ -53,9 +54,8 @@ struct Args {
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut parsed = Args {
-        sessions: workspace.join("../shared/data/research-sessions"),
+        sessions: test_data::repo_path(test_data::RESEARCH_SESSIONS),
         adapter: AdapterChoice::Offline,
         config: None,
         canary: false,

@@ -120,6 +120,8 @@ fn publish_dry_run() -> Result<(), String> {
         "xtask",
         "--exclude",
         "tests",
+        "--exclude",
+        "test-data",
         "--no-verify",
         "--allow-dirty",
         "--offline",

@@ -75,7 +75,8 @@ enum Command {
         #[command(flatten)]
         run: RunArgs,
         /// The session database: an existing native or Google ADK SQLite file, or a PostgreSQL
-        /// URL postgres://user@host:port/dbname holding the native store.
+        /// URL postgres://user@host:port/dbname holding the native store or Google ADK's
+        /// DatabaseSessionService tables (operated on in place).
         #[arg(long, value_name = "PATH|URL", value_parser = crate::database::parse_db, required_unless_present = "db_env")]
         db: Option<DbArg>,
         /// Read the PostgreSQL URL from the environment variable VAR (for a URL that holds a
@@ -151,6 +152,10 @@ enum Command {
         /// The longest a turn waits for the previous turn's evaluation, in seconds.
         #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
         max_wait: f64,
+        #[command(flatten)]
+        access: serve::AccessArgs,
+        #[command(flatten)]
+        limits: serve::LimitArgs,
     },
     /// Show or change the settings file (zocrates_config.json).
     Config {
@@ -422,6 +427,8 @@ async fn run(cli: Cli, registry: &Registry) -> Result<(), CliError> {
             adapters,
             max_message_bytes,
             max_wait,
+            access,
+            limits,
         } => {
             // `--db-env` wins over `--db`'s default (clap refuses both given).
             let db = Database::from_args(Some(db), db_env)?
@@ -436,6 +443,8 @@ async fn run(cli: Cli, registry: &Registry) -> Result<(), CliError> {
                 otlp: adapters.otlp.request().map_err(CliError::Other)?,
                 max_message_bytes,
                 max_wait_secs: max_wait,
+                access,
+                limits,
             })
             .await
         }

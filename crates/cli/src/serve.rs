@@ -7,7 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use service::http::{CoordinatorConfig, ServeOptions, Server, select_coordinator, shutdown_signal};
+use service::http::{
+    CoordinatorConfig, GuardOptions, Limits, ServeOptions, Server, Token, select_coordinator,
+    shutdown_signal,
+};
 use service::{LaneConfig, Lanes};
 
 use crate::error::CliError;
@@ -24,6 +27,165 @@ pub(crate) struct ServeArgs {
     pub(crate) otlp: crate::wiring::OtlpRequest,
     pub(crate) max_message_bytes: usize,
     pub(crate) max_wait_secs: f64,
+    pub(crate) access: AccessArgs,
+    pub(crate) limits: LimitArgs,
+}
+
+/// The service's timeouts and limits (see the service's `Limits`; README, operations).
+#[derive(Debug, clap::Args)]
+pub(crate) struct LimitArgs {
+    /// A request head must arrive within this, and an idle kept-alive connection closes after
+    /// it (seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    header_timeout: f64,
+    /// A request body must arrive within this (seconds; 408 after it).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    body_timeout: f64,
+    /// At most this many connections at once; more wait in the kernel's backlog.
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    max_connections: usize,
+    /// A reply event must reach a client within this (seconds); a reader that stops reading
+    /// ends its turn as a partial reply.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    write_timeout: f64,
+    /// The coordinator's first chunk, and each next one, must come within this (seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    upstream_timeout: f64,
+    /// On SIGTERM, running turns and evaluations finish within this (seconds); then what
+    /// remains is cancelled (partial replies stored) and the process exits.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    grace: f64,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> Result<Limits, CliError> {
+        let seconds = |flag: &str, v: f64| {
+            if v.is_finite() && v > 0.0 && v <= 86_400.0 {
+                Ok(Duration::from_secs_f64(v))
+            } else {
+                Err(CliError::Config(format!(
+                    "--{flag} must be a number of seconds in (0, 86400], got {v}"
+                )))
+            }
+        };
+        if self.max_connections == 0 {
+            return Err(CliError::Config(
+                "--max-connections must be at least 1".to_owned(),
+            ));
+        }
+        let upstream = seconds("upstream-timeout", self.upstream_timeout)?;
+        Ok(Limits::default()
+            .header_read(seconds("header-timeout", self.header_timeout)?)
+            .body_read(seconds("body-timeout", self.body_timeout)?)
+            .max_connections(self.max_connections)
+            .write(seconds("write-timeout", self.write_timeout)?)
+            .upstream(upstream, upstream)
+            .grace(seconds("grace", self.grace)?))
+    }
+}
+
+/// Who may reach `compaction serve` (the request guard's options; see the service's `guard`).
+#[derive(Debug, Default, clap::Args)]
+pub(crate) struct AccessArgs {
+    /// Also serve requests whose Host header names NAME (repeatable; loopback names and the
+    /// bound address are always allowed; `*` allows any host, sensible only with a token).
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    allowed_hosts: Vec<String>,
+    /// Allow cross-origin calls from ORIGIN, `scheme://host[:port]` (repeatable; none by
+    /// default).
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    cors_origins: Vec<String>,
+    /// Read the access token from the environment variable VAR (a bind that is not loopback
+    /// needs a token; without this flag one is generated and printed once with a login URL).
+    #[arg(long, value_name = "VAR")]
+    token_env: Option<String>,
+    /// Require the token on a loopback bind too.
+    #[arg(long)]
+    require_token: bool,
+}
+
+/// Where the token came from, for the banner (which shows a generated token once, and never
+/// one read from the environment).
+enum TokenSource {
+    None,
+    Env(String),
+    Generated,
+}
+
+/// The guard's options from the flags, and where its token came from.
+fn access(args: &AccessArgs, addr: SocketAddr) -> Result<(GuardOptions, TokenSource), CliError> {
+    let mut guard = GuardOptions::default();
+    for host in &args.allowed_hosts {
+        let host = host.trim();
+        if host.is_empty() || host.contains(['/', ' ']) {
+            return Err(CliError::Config(format!(
+                "--allowed-host must be a host name or address without scheme or path, got {host:?}"
+            )));
+        }
+        guard = guard.allow_host(host);
+    }
+    for origin in &args.cors_origins {
+        let authority = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            .map(|a| a.trim_end_matches('/'));
+        match authority {
+            Some(a) if !a.is_empty() && !a.contains('/') => guard = guard.cors_origin(origin),
+            _ => {
+                return Err(CliError::Config(format!(
+                    "--cors-origin must be an origin such as http://localhost:3000 (scheme, host,                      optional port; no path), got {origin:?}"
+                )));
+            }
+        }
+    }
+    let (token, source) = match &args.token_env {
+        Some(var) => {
+            let value = std::env::var(var).unwrap_or_default();
+            let token = Token::new(value).ok_or_else(|| {
+                CliError::Config(format!(
+                    "--token-env {var}: the variable must hold a token of letters, digits, `-`,                      `_`, `.` or `~` (it is unset, empty or holds other characters)"
+                ))
+            })?;
+            (Some(token), TokenSource::Env(var.clone()))
+        }
+        None if args.require_token || !addr.ip().is_loopback() => {
+            (Some(generate_token()?), TokenSource::Generated)
+        }
+        None => (None, TokenSource::None),
+    };
+    if let Some(token) = token {
+        guard = guard.token(token);
+    }
+    Ok((guard, source))
+}
+
+/// A random token: 24 bytes of the system's randomness, in hex.
+fn generate_token() -> Result<Token, CliError> {
+    use std::io::Read as _;
+    let mut bytes = [0u8; 24];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| {
+            CliError::Other(format!(
+                "cannot generate an access token from /dev/urandom ({e}): pass --token-env VAR"
+            ))
+        })?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Token::new(hex).ok_or_else(|| CliError::Other("generated token was empty".to_owned()))
+}
+
+/// The banner's access line.
+fn access_line(guard: &GuardOptions, source: &TokenSource, addr: SocketAddr) -> String {
+    match (source, &guard.token) {
+        (TokenSource::Generated, Some(token)) => format!(
+            "access: token required; log in at http://{addr}/?token={} (generated for this run;              API clients send Authorization: Bearer <token>)",
+            token.expose()
+        ),
+        (TokenSource::Env(var), Some(_)) => format!(
+            "access: token required (from ${var}); log in at http://{addr}/?token=<token>, API              clients send Authorization: Bearer <token>"
+        ),
+        _ => "access: loopback only, no token (same-origin writes with JSON bodies)".to_owned(),
+    }
 }
 
 /// The coordinator's keys, read from the same config file as the adapters' (absent file:
@@ -78,7 +240,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
     });
     let opened = crate::database::Store::open(&args.db).await?;
     let store = opened.port();
-    let (telemetry, guard, _) = wiring::telemetry(args.otlp)?;
+    let (telemetry, guard, span_config) = wiring::telemetry(args.otlp)?;
     crate::init_logging(guard.as_ref());
     let clock = Arc::new(SystemClock::default());
     let ids = Arc::new(ProcessIds::default());
@@ -93,6 +255,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
         Arc::new(engine),
         LaneConfig::default().max_wait(Duration::from_secs_f64(args.max_wait_secs)),
     );
+    let (guard, token_source) = access(&args.access, args.addr)?;
+    let limits = args.limits.limits()?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| CliError::Other(format!("cannot listen on {}: {e}", args.addr)))?;
@@ -105,15 +269,21 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
         coordinator,
         clock,
         ids,
-        ServeOptions::default().max_message_bytes(args.max_message_bytes),
+        ServeOptions::default()
+            .max_message_bytes(args.max_message_bytes)
+            .guard(guard.clone())
+            .limits(limits.clone())
+            .hide(span_config.hide_inputs, span_config.hide_outputs)
+            .shutdown_bound(limits.grace),
     );
     let preferences = watch_settings(&server, args.config.clone());
     println!(
-        "coordinator: {} | {}\ndatabase: {}\npreferences: {preferences}\nlistening on http://{addr} \
+        "coordinator: {} | {}\ndatabase: {}\npreferences: {preferences}\n{}\nlistening on http://{addr} \
          (open it in a browser for the chat and preferences page; Ctrl-C or SIGTERM to stop)",
         server.coordinator(),
         wiring.banner(),
         opened.shown(&args.db),
+        access_line(&guard, &token_source, addr),
     );
     let drained = server
         .serve(listener, shutdown_signal())
@@ -125,8 +295,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
         Ok(())
     } else {
         Err(CliError::Other(
-            "stopped before every evaluation ended (the shutdown bound passed); nothing half-written \
-             was stored"
+            "stopped before every turn and evaluation ended (the --grace period passed): running \
+             replies were stored as partial, nothing half-written was stored"
                 .to_owned(),
         ))
     }

@@ -1,6 +1,7 @@
 //! Two `compaction serve` processes (the built binary) on one PostgreSQL database: 20 sessions
 //! × 10 turns sent alternately to both replicas while REST writers append a search pipeline's
-//! scoped events with `If-Match`. Per-session ordering across replicas is the store's
+//! events with `If-Match` (half of them unscoped, so that a writer's later-stamped event can land
+//! before a reply the other replica stamped earlier: every chat turn must still end with `done`). Per-session ordering across replicas is the store's
 //! compare-and-set alone (ARCHITECTURE.md, session-store): each replica's lane orders its own
 //! turns and evaluations, and an evaluation computed on a revision another replica or a writer
 //! has moved past is refused by the store, dropped and reported (`stale-dropped`). The test
@@ -122,15 +123,21 @@ async fn two_replicas_share_one_database_without_losing_or_doubling_anything() {
                 assert_eq!(got.status(), 200);
                 let etag = got.headers()["etag"].to_str().expect("etag").to_owned();
                 let id = format!("writer-{w}-{n}");
+                // Every other write is in the coordinator's view (no isolation scope), where
+                // timestamps must increase: stamped by the other replica's clock, it can land
+                // before a reply stamped earlier, which the server then stamps again.
+                let mut event = json!({
+                    "id": id,
+                    "author": "search_pipeline",
+                    "content": {"role": "model", "parts": [{"text": format!("chunk {n} of writer {w}")}]},
+                });
+                if n % 2 == 1 {
+                    event["isolation_scope"] = json!(format!("search_pipeline:fc-{w}-{n}"));
+                }
                 let r = http
                     .post(session_url(base, key, "/events"))
                     .header("if-match", etag)
-                    .json(&json!({
-                        "id": id,
-                        "author": "search_pipeline",
-                        "isolation_scope": format!("search_pipeline:fc-{w}-{n}"),
-                        "content": {"role": "model", "parts": [{"text": format!("chunk {n} of writer {w}")}]},
-                    }))
+                    .json(&event)
                     .send()
                     .await
                     .expect("append");
@@ -247,9 +254,9 @@ async fn two_replicas_share_one_database_without_losing_or_doubling_anything() {
                 "{key}: {question:?} stored {} times",
                 asked.len()
             );
-            let reply = events[asked[0] + 1..]
-                .iter()
-                .find(|e| e.is_unscoped() && e.compaction().is_none());
+            let reply = events[asked[0] + 1..].iter().find(|e| {
+                e.is_unscoped() && e.compaction().is_none() && e.author != "search_pipeline"
+            });
             assert!(
                 reply.is_some_and(|e| e.author == "coordinator"),
                 "{key}: {question:?} has no reply after it"

@@ -29,6 +29,11 @@ use serde_json::{Value, json};
 use crate::event::{Content, Event, FunctionCall, FunctionResponse, Part, USER_AUTHOR};
 use crate::ports::{Clock, IdGenerator};
 
+/// The `error_code` of [`EventBuilder::interrupted`].
+pub const INTERRUPTED_CODE: &str = "INTERRUPTED";
+/// The text of [`EventBuilder::interrupted`].
+pub const INTERRUPTED_TEXT: &str = "(no reply: this turn was interrupted before it was answered)";
+
 /// Builds a host's events with fresh ids and timestamps.
 pub struct EventBuilder<'a> {
     clock: &'a dyn Clock,
@@ -85,6 +90,16 @@ impl<'a> EventBuilder<'a> {
     pub fn partial_reply(&self, invocation: &str, text: &str) -> Event {
         let mut event = self.reply(invocation, text, None);
         event.partial = Some(true);
+        event
+    }
+
+    /// Closes a turn whose query got no reply at all (the server stopped mid-stream): a reply
+    /// saying so, with `error_code = "INTERRUPTED"`, so the history alternates and every reader
+    /// (the coordinator's prompt, the summarizer) sees the question as unanswered. It never
+    /// completes the turn.
+    pub fn interrupted(&self, invocation: &str) -> Event {
+        let mut event = self.reply(invocation, INTERRUPTED_TEXT, None);
+        event.error_code = Some(INTERRUPTED_CODE.to_owned());
         event
     }
 

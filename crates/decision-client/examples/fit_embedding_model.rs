@@ -17,6 +17,10 @@
 //!    printed (the test split is never read by a fit). `--write` replaces the constants block
 //!    of `src/embedding/head.rs`.
 //!
+//! Without `--cases` the repository's vendored TIAGE cases are read; without `--sessions` the
+//! repository's `data/research-sessions/` and, when `COMPACTION_OUTSIDE_DATA` names it, the
+//! shared `research-sessions/` outside the repository.
+//!
 //! `--search` prints the pooled leave-one-session-out figures over a small grid of the
 //! session weight and the L2 penalty (how they were chosen). Deterministic.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -460,11 +464,10 @@ struct Args {
 }
 
 fn args() -> Result<Args, String> {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut a = Args {
         write: false,
         search: false,
-        cases: manifest.join("../../../shared/data/topic-shift/cases.jsonl"),
+        cases: test_data::repo_path(test_data::TIAGE_CASES),
         sessions: Vec::new(),
         model_dir: None,
     };
@@ -485,8 +488,13 @@ fn args() -> Result<Args, String> {
         }
     }
     if a.sessions.is_empty() {
+        // The repository's sessions, and the shared ones outside it only when asked for.
         a.sessions
-            .push(manifest.join("../../../shared/data/research-sessions"));
+            .push(test_data::repo_path(test_data::RESEARCH_SESSIONS));
+        match test_data::outside_path(test_data::RESEARCH_SESSIONS) {
+            Ok(dir) => a.sessions.push(dir),
+            Err(why) => eprintln!("not reading the shared sessions: {why}"),
+        }
     }
     Ok(a)
 }

@@ -4,6 +4,10 @@
 //! cargo run -p adaptive-compaction-decision-client --example fit_offline_model [-- [--write] [CASES.jsonl SESSIONS_DIR]]
 //! ```
 //!
+//! CASES defaults to the repository's vendored TIAGE cases (`data/topic-shift/cases.jsonl`);
+//! SESSIONS_DIR to `$COMPACTION_OUTSIDE_DATA/research-sessions` (the shared sessions the fit
+//! names live outside the repository and are read only when asked for).
+//!
 //! 1. Logistic regression (full-batch gradient descent from zero, L2 = 0.01, 6,000 steps of
 //!    0.5) on the TIAGE **train** split plus the research sessions in [`FIT_SESSIONS`], each
 //!    session turn weighted [`SESSION_WEIGHT`] (76 session turns against 1,177 TIAGE cases).
@@ -127,13 +131,25 @@ fn main() -> ExitCode {
     args.retain(|a| a != "--write");
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let cases_path = args.first().map_or_else(
-        || manifest.join("../../../shared/data/topic-shift/cases.jsonl"),
+        || test_data::repo_path(test_data::TIAGE_CASES),
         PathBuf::from,
     );
-    let sessions_dir = args.get(1).map_or_else(
-        || manifest.join("../../../shared/data/research-sessions"),
-        PathBuf::from,
-    );
+    // The fit's sessions (FIT_SESSIONS, CALIBRATION_SESSIONS) are the shared ones outside the
+    // repository: read only when named, or asked for through COMPACTION_OUTSIDE_DATA.
+    let sessions_dir = match args.get(1).map(PathBuf::from) {
+        Some(dir) => dir,
+        None => match test_data::outside_path("research-sessions") {
+            Ok(dir) => dir,
+            Err(why) => {
+                eprintln!(
+                    "the fit reads the sessions {FIT_SESSIONS:?} and {CALIBRATION_SESSIONS:?}: \
+                     name their directory (SESSIONS_DIR) or set {} ({why})",
+                    test_data::OUTSIDE_VAR
+                );
+                return ExitCode::FAILURE;
+            }
+        },
+    };
     let cases = match load_cases(&cases_path) {
         Ok(c) => c,
         Err(e) => {

@@ -2,6 +2,10 @@
 //! are the ones the real engine sends: each turn's history goes into an in-memory store, the
 //! engine evaluates it with the gate open and a decision model that always says CONTINUE, and
 //! the probe it sent must equal the computed state (wire strings and structured turns).
+//!
+//! The sessions: an invented fixture (always), this project's labelled sessions in the
+//! repository's `data/research-sessions/`, and the shared sessions outside the repository only
+//! when asked for (`COMPACTION_OUTSIDE_DATA`, see the `test-data` crate; otherwise a SKIPPED line).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -12,18 +16,57 @@ use compaction_core::testing::{
 };
 use compaction_core::{CharsPerToken, Engine, Session, SessionKey, Settings};
 use decision_client::sessions::{
-    events_and_turn_ends, load_sessions, parse_session, session_state, turn_cases,
+    ResearchSession, events_and_turn_ends, load_sessions, parse_session, session_state, turn_cases,
 };
 
-fn sessions_dir() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/research-sessions")
+fn fixture() -> ResearchSession {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/invented-session.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    parse_session(&text, &path.display().to_string()).unwrap()
+}
+
+/// The `.json` sessions of `dir` (none when the directory holds no session yet).
+fn sessions_in(dir: &Path) -> Vec<ResearchSession> {
+    let any = std::fs::read_dir(dir)
+        .unwrap()
+        .any(|e| e.unwrap().path().extension().is_some_and(|x| x == "json"));
+    if any {
+        load_sessions(dir).unwrap()
+    } else {
+        Vec::new()
+    }
 }
 
 #[tokio::test]
 async fn the_states_are_what_the_engine_sends() {
-    let sessions = load_sessions(&sessions_dir()).unwrap();
-    assert_eq!(sessions.len(), 4);
-    let session = &sessions[0];
+    the_engine_sends_these_states(&fixture()).await;
+}
+
+#[tokio::test]
+async fn the_states_of_the_repository_sessions_are_what_the_engine_sends() {
+    let test = "the_states_of_the_repository_sessions_are_what_the_engine_sends";
+    let Some(dir) = test_data::repo(test, test_data::RESEARCH_SESSIONS) else {
+        return;
+    };
+    for session in sessions_in(&dir) {
+        the_engine_sends_these_states(&session).await;
+    }
+}
+
+#[tokio::test]
+async fn the_states_of_the_shared_sessions_are_what_the_engine_sends() {
+    let test = "the_states_of_the_shared_sessions_are_what_the_engine_sends";
+    let Some(dir) = test_data::outside(test, "research-sessions") else {
+        return;
+    };
+    let sessions = load_sessions(&dir).unwrap();
+    assert!(!sessions.is_empty());
+    for session in &sessions {
+        the_engine_sends_these_states(session).await;
+    }
+}
+
+async fn the_engine_sends_these_states(session: &ResearchSession) {
     let cases = turn_cases(session, &CharsPerToken, DEFAULT_STATE_BUDGET_TOKENS);
     assert_eq!(cases.len(), session.turns.len());
     let (events, ends) = events_and_turn_ends(session);
@@ -68,7 +111,13 @@ async fn the_states_are_what_the_engine_sends() {
         );
         let requests = decision.requests();
         assert_eq!(requests.len(), 1, "turn {}: {outcome:?}", i + 1);
-        assert_eq!(requests[0].state, cases[i].state, "turn {}", i + 1);
+        assert_eq!(
+            requests[0].state,
+            cases[i].state,
+            "{} turn {}",
+            session.session,
+            i + 1
+        );
         compared += 1;
     }
     assert_eq!(compared, session.turns.len() - (min_turns - 1));

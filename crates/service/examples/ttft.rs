@@ -9,7 +9,14 @@
 //! ```text
 //! cargo run --release -p adaptive-compaction-service --features http --example ttft -- ttft --think-ms 2000
 //! cargo run --release -p adaptive-compaction-service --features http --example ttft -- load --sessions 1000
+//! cargo run --release -p adaptive-compaction-service --features http --example ttft -- keepalive --turns 40
 //! ```
+//!
+//! `keepalive` measures the first `data:` of a turn over real HTTP, on a kept-alive connection
+//! and on a new connection per turn, side by side, with the server's accepted sockets as
+//! `Server::serve` sets them (TCP_NODELAY) and as a plain `axum::serve` of the same router
+//! leaves them (Nagle's algorithm on): the latency after the stand-in's fixed first-token delay,
+//! p50 and p99 (compaction disabled, one session, turns one after another).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::sync::Arc;
@@ -81,7 +88,7 @@ fn parse() -> Result<Args, String> {
                 .ok_or_else(|| format!("{name} needs a whole number"))
         };
         match a.as_str() {
-            "ttft" | "load" => args.mode = a,
+            "ttft" | "load" | "keepalive" => args.mode = a,
             "--sessions" => args.sessions = value("--sessions")? as usize,
             "--turns" => args.turns = value("--turns")? as usize,
             "--think-ms" => args.think = Duration::from_millis(value("--think-ms")?),
@@ -117,16 +124,18 @@ fn rss_kib(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-async fn run(args: &Args, enabled: bool) -> Result<Run, Box<dyn std::error::Error>> {
+type Failure = Box<dyn std::error::Error>;
+
+/// The reference server over a SQLite file in a new temporary directory (returned: keep it),
+/// with the stand-in models: the decision model after `--probe-ms`, the offline summarizer
+/// after `summarize` more, the coordinator's first token after `--first-token-ms`.
+fn bench_server(
+    args: &Args,
+    settings: Settings,
+    summarize: Duration,
+) -> Result<(Server, tempfile::TempDir), Failure> {
     let dir = tempfile::tempdir()?;
     let store = Arc::new(SqliteStore::open(dir.path().join("sessions.db"))?);
-    let settings = Settings {
-        enable_adaptive_compaction: enabled,
-        adaptive_compaction_min_turns: 4,
-        adaptive_compaction_retention_turns: 2,
-        adaptive_compaction_token_floor: 50,
-        ..Settings::default()
-    };
     let offline = summarizer::build_summarizer(
         &settings.clone().effective()?,
         &summarizer::SummarizerConfig::default(),
@@ -138,17 +147,16 @@ async fn run(args: &Args, enabled: bool) -> Result<Run, Box<dyn std::error::Erro
     );
     let engine = Engine::builder(
         Arc::new(SlowDecision(args.probe)),
-        Arc::new(SlowSummarizer(args.summarize, offline.summarizer)),
+        Arc::new(SlowSummarizer(summarize, offline.summarizer)),
         store.clone(),
         clock.clone(),
         ids.clone(),
     )
     .settings(settings)
     .build()?;
-    let lanes = Lanes::new(Arc::new(engine), LaneConfig::default());
     let server = Server::new(
         store,
-        lanes,
+        Lanes::new(Arc::new(engine), LaneConfig::default()),
         SelectedCoordinator {
             coordinator: Arc::new(OfflineCoordinator::with_first_token_delay(args.first_token)),
             reason: "offline stand-in".into(),
@@ -157,6 +165,18 @@ async fn run(args: &Args, enabled: bool) -> Result<Run, Box<dyn std::error::Erro
         ids,
         ServeOptions::default(),
     );
+    Ok((server, dir))
+}
+
+async fn run(args: &Args, enabled: bool) -> Result<Run, Failure> {
+    let settings = Settings {
+        enable_adaptive_compaction: enabled,
+        adaptive_compaction_min_turns: 4,
+        adaptive_compaction_retention_turns: 2,
+        adaptive_compaction_token_floor: 50,
+        ..Settings::default()
+    };
+    let (server, _dir) = bench_server(args, settings, args.summarize)?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -264,9 +284,126 @@ fn pct(v: &[Duration], p: f64) -> f64 {
     v[i].as_secs_f64() * 1e3
 }
 
+/// One `keepalive` variant: the latency of the first `data:` after the stand-in's delay, per
+/// turn, on a kept-alive connection (`fresh` false) or a new one per turn.
+async fn first_data(args: &Args, nodelay: bool, fresh: bool) -> Result<Vec<Duration>, Failure> {
+    let settings = Settings {
+        enable_adaptive_compaction: false,
+        ..Settings::default()
+    };
+    let (server, _dir) = bench_server(args, settings, Duration::ZERO)?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = if nodelay {
+        tokio::spawn(async move {
+            server
+                .serve(listener, async {
+                    let _ = stopped.await;
+                })
+                .await
+                .map(|_| ())
+        })
+    } else {
+        let router = server.router();
+        tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await
+        })
+    };
+    let http = if fresh {
+        reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()?
+    } else {
+        reqwest::Client::builder()
+            .pool_max_idle_per_host(1)
+            .build()?
+    };
+    http.post(format!("{base}/v1/sessions"))
+        .json(&serde_json::json!({"app": "bench", "user": "u", "id": "s"}))
+        .send()
+        .await?
+        .error_for_status()?;
+    let url = format!("{base}/v1/sessions/bench/u/s/chat");
+    let mut latencies = Vec::new();
+    // Turn 0 warms the connection (and the pool) up; it is not counted.
+    for t in 0..=args.turns {
+        let sent = Instant::now();
+        let response = http
+            .post(&url)
+            .json(&serde_json::json!({ "message": format!("Question {t}?") }))
+            .send()
+            .await?;
+        let mut body = response.bytes_stream();
+        let (mut first, mut text) = (None, String::new());
+        while let Some(chunk) = body.next().await {
+            text.push_str(&String::from_utf8_lossy(&chunk?));
+            if first.is_none() && text.contains("data:") {
+                first = Some(sent.elapsed());
+            }
+        }
+        if !text.contains("event: done") {
+            return Err(format!("turn {t} did not end with done: {text}").into());
+        }
+        if t > 0
+            && let Some(first) = first
+        {
+            latencies.push(first.saturating_sub(args.first_token));
+        }
+    }
+    let _ = stop.send(());
+    served.await??;
+    latencies.sort();
+    Ok(latencies)
+}
+
+async fn keepalive(args: &Args) -> Result<(), Failure> {
+    println!(
+        "first data: after the stand-in's {} ms first-token delay, {} turns each (ms)",
+        args.first_token.as_millis(),
+        args.turns
+    );
+    for nodelay in [false, true] {
+        let mut p50s = Vec::new();
+        for fresh in [false, true] {
+            let v = first_data(args, nodelay, fresh).await?;
+            println!(
+                "{:<28} | {:<15} | p50 {:>7.2} | p99 {:>7.2} | max {:>7.2} (n={})",
+                if nodelay {
+                    "Server::serve (TCP_NODELAY)"
+                } else {
+                    "axum::serve (Nagle on)"
+                },
+                if fresh {
+                    "new connection"
+                } else {
+                    "kept-alive"
+                },
+                pct(&v, 0.5),
+                pct(&v, 0.99),
+                pct(&v, 1.0),
+                v.len()
+            );
+            p50s.push(pct(&v, 0.5));
+        }
+        println!(
+            "  kept-alive p50 - new-connection p50: {:+.2} ms",
+            p50s[0] - p50s[1]
+        );
+    }
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse()?;
+    if args.mode == "keepalive" {
+        return keepalive(&args).await;
+    }
     println!(
         "mode {} | sessions {} | turns {} | think {} ms | first token {} ms | probe {} ms | summarize {} ms",
         args.mode,

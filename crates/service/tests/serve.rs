@@ -190,10 +190,16 @@ async fn rest_writes_use_if_match_and_make_a_racing_compaction_stale() {
     insta::assert_json_snapshot!("stale_if_match", body);
     assert_eq!(rig.store.load(&key).await.expect("load").events.len(), 0);
 
+    // Subscribed before the first turn: each turn's evaluation reports once, and turn 2's
+    // may still be running when its stream has ended, so both are read before turn 3.
+    let mut reports = rig.server.lanes().subscribe();
     for n in 1..=2 {
         let _ = rig.chat(&key, &format!("Question {n}?")).await;
     }
-    let mut reports = rig.server.lanes().subscribe();
+    for _ in 1..=2 {
+        let r = reports.recv().await.expect("report");
+        assert_eq!(r.outcomes[0].label(), "fast-exit", "{r:?}");
+    }
     let _ = rig.chat(&key, "Question 3?").await;
     assert_eq!(started.recv().await, Some(1));
     // The external writer reads the ETag and writes while the summary is being written.
@@ -418,7 +424,10 @@ async fn bad_input_gets_a_status_and_a_message_naming_the_field() {
     let cases: Vec<(&str, reqwest::RequestBuilder)> = vec![
         (
             "malformed json",
-            rig.http.post(&chat).body("{\"message\": "),
+            rig.http
+                .post(&chat)
+                .header("content-type", "application/json")
+                .body("{\"message\": "),
         ),
         (
             "missing field",
@@ -622,4 +631,79 @@ async fn an_upstream_failure_mid_stream_is_an_error_event_and_an_errored_turn() 
         reports.try_recv().is_err(),
         "no evaluation of an errored turn"
     );
+}
+
+/// Another writer (an ADK pipeline, a second process) appends while a reply streams, and its
+/// event is stamped later than the server stamps the reply: the reply is stamped again after
+/// it and stored, the turn ends with `done`, never a 400 that blames the client.
+#[tokio::test]
+async fn a_concurrent_writer_with_a_later_timestamp_never_fails_the_turn() {
+    struct Racing {
+        store: std::sync::OnceLock<(Arc<session_store::SqliteStore>, compaction_core::SessionKey)>,
+    }
+    #[async_trait]
+    impl Coordinator for Racing {
+        fn info(&self) -> ModelInfo {
+            OfflineCoordinator::default().info()
+        }
+        async fn stream(&self, request: &CoordinatorRequest) -> Result<ReplyStream, AdapterError> {
+            let (store, key) = self.store.get().expect("set before the first turn");
+            // The other writer's clock runs a second ahead of the server's.
+            let ahead = compaction_core::Timestamp::new(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .expect("after the epoch")
+                    .as_secs_f64()
+                    + 1.0,
+            )
+            .expect("finite");
+            let note = compaction_core::Event::new(
+                format!("external-{}", request.messages.len()),
+                "external",
+                "pipeline",
+                ahead,
+            );
+            let revision = store.gate_snapshot(key).await.expect("snapshot").revision;
+            store
+                .append(key, revision, note)
+                .await
+                .expect("the other writer's append");
+            OfflineCoordinator::default().stream(request).await
+        }
+    }
+    let racing = Arc::new(Racing {
+        store: std::sync::OnceLock::new(),
+    });
+    let (summarizer, _s, _r) = gated();
+    let rig = start(
+        racing.clone(),
+        Arc::new(ScriptedDecisionModel::constant(0.1)),
+        summarizer,
+        ServeOptions::default(),
+    )
+    .await;
+    let key = rig.create("s").await;
+    let _ = racing.store.set((rig.store.clone(), key.clone()));
+    for n in 1..=3 {
+        let events = rig.chat(&key, &format!("Question {n}?")).await;
+        let done = done(&events);
+        assert_eq!(done["turn"], n, "{events:?}");
+    }
+    let session = rig.store.load(&key).await.expect("load");
+    let replies: Vec<_> = session
+        .events
+        .iter()
+        .filter(|e| e.author == "coordinator" && e.partial.is_none())
+        .collect();
+    assert_eq!(replies.len(), 3, "every reply stored once");
+    let stamps: Vec<f64> = session
+        .events
+        .iter()
+        .map(|e| e.timestamp.seconds())
+        .collect();
+    assert!(
+        stamps.windows(2).all(|w| w[0] < w[1]),
+        "timestamps still increase: {stamps:?}"
+    );
+    assert!(rig.stop().await);
 }

@@ -127,8 +127,30 @@ async fn the_engines_spans_nest_under_the_turn_that_caused_them() {
         attribute(third, "openinference.span.kind").as_deref(),
         Some("CHAIN")
     );
-    assert_eq!(attribute(third, "session.id").as_deref(), Some("s"));
+    assert_eq!(
+        attribute(third, "session.id").as_deref(),
+        Some("app/user/s")
+    );
+    assert_eq!(
+        attribute(third, "compaction.session_id").as_deref(),
+        Some("s")
+    );
     assert_eq!(attribute(third, "user.id").as_deref(), Some("user"));
+    assert_eq!(
+        attribute(third, "input.value").as_deref(),
+        Some("Question 3?")
+    );
+    assert_eq!(
+        attribute(third, "input.mime_type").as_deref(),
+        Some("text/plain")
+    );
+    let output = attribute(third, "output.value").expect("output.value");
+    assert!(output.contains("Question 3?"), "the reply: {output}");
+    assert_eq!(
+        third.status,
+        opentelemetry::trace::Status::Ok,
+        "a stored reply is status OK"
+    );
     for name in [
         telemetry::keys::PROBE_SPAN_NAME,
         telemetry::keys::SUMMARIZE_SPAN_NAME,
@@ -152,6 +174,100 @@ async fn the_engines_spans_nest_under_the_turn_that_caused_them() {
             spans.iter().all(|s| s.parent_span_id != id),
             "a fast-exit turn has no child span"
         );
+    }
+    assert!(rig.stop().await);
+}
+
+/// Two users' sessions that share an id are two Phoenix sessions (`session.id` is
+/// `app/user/id`); a failed coordinator turn is status ERROR with the message, and hidden
+/// inputs and outputs show `__REDACTED__`.
+#[tokio::test]
+async fn session_ids_are_unique_and_failures_and_privacy_show_on_the_turn_span() {
+    struct Fails;
+    #[compaction_core::async_trait]
+    impl service::http::Coordinator for Fails {
+        fn info(&self) -> compaction_core::ModelInfo {
+            compaction_core::ModelInfo::new("test", "local", "fails")
+        }
+        async fn stream(
+            &self,
+            _: &service::http::CoordinatorRequest,
+        ) -> Result<service::http::ReplyStream, compaction_core::AdapterError> {
+            Err("the upstream said no".into())
+        }
+    }
+    let traced = Traced::new();
+    let (summarizer, _started, release) = gated();
+    release.add_permits(10);
+    let rig = start_traced(
+        Arc::new(OfflineCoordinator::default()),
+        Arc::new(ScriptedDecisionModel::constant(0.1)),
+        summarizer,
+        ServeOptions::default().hide(true, true),
+        Some(traced.telemetry()),
+        lanes(),
+    )
+    .await;
+    for user in ["alice", "bob"] {
+        let r = rig
+            .http
+            .post(format!("{}/v1/sessions", rig.base))
+            .json(&serde_json::json!({"app": "app", "user": user, "id": "s1"}))
+            .send()
+            .await
+            .expect("create");
+        assert_eq!(r.status(), reqwest::StatusCode::CREATED);
+        let key = compaction_core::SessionKey::new("app", user, "s1");
+        let _ = rig.chat(&key, "A secret question?").await;
+    }
+    let spans = traced.spans_after(2).await;
+    let mut ids: Vec<String> = spans
+        .iter()
+        .filter(|s| s.name == "coordinator_turn")
+        .filter_map(|s| attribute(s, "session.id"))
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["app/alice/s1", "app/bob/s1"]);
+    for span in spans.iter().filter(|s| s.name == "coordinator_turn") {
+        assert_eq!(
+            attribute(span, "input.value").as_deref(),
+            Some("__REDACTED__")
+        );
+        assert_eq!(
+            attribute(span, "output.value").as_deref(),
+            Some("__REDACTED__")
+        );
+    }
+    assert!(rig.stop().await);
+
+    let traced = Traced::new();
+    let (summarizer, _started, release) = gated();
+    release.add_permits(10);
+    let rig = start_traced(
+        Arc::new(Fails),
+        Arc::new(ScriptedDecisionModel::constant(0.1)),
+        summarizer,
+        ServeOptions::default(),
+        Some(traced.telemetry()),
+        lanes(),
+    )
+    .await;
+    let key = rig.create("s").await;
+    let events = rig.chat(&key, "Will this fail?").await;
+    assert_eq!(events.last().expect("an event").event, "error");
+    let spans = traced.spans_after(1).await;
+    let turn = spans
+        .iter()
+        .find(|s| s.name == "coordinator_turn")
+        .expect("the turn span");
+    match &turn.status {
+        opentelemetry::trace::Status::Error { description } => {
+            assert!(
+                description.contains("the upstream said no"),
+                "{description}"
+            )
+        }
+        other => panic!("status {other:?}"),
     }
     assert!(rig.stop().await);
 }

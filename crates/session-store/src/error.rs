@@ -370,7 +370,9 @@ impl SessionStoreError {
             SessionStoreError::NotFound { .. } => FailureKind::NotFound,
             #[cfg(feature = "postgres")]
             SessionStoreError::PostgresNoStore { .. } => FailureKind::NotFound,
-            SessionStoreError::AlreadyExists { .. } => FailureKind::AlreadyExists,
+            SessionStoreError::AlreadyExists { .. } | SessionStoreError::DuplicateEvent { .. } => {
+                FailureKind::AlreadyExists
+            }
             SessionStoreError::NonIncreasingTimestamp { .. } => FailureKind::NonIncreasingTimestamp,
             #[cfg(feature = "postgres")]
             SessionStoreError::Postgres { kind, .. }

@@ -1,9 +1,12 @@
 //! Damage detection and the reading connection.
 //!
-//! A writing store runs SQLite's `PRAGMA quick_check` when it opens a file, before its first
-//! write, so a damaged file is refused ([`SessionStoreError::Damaged`]) instead of being
-//! appended to. `quick_check` reads every page once (its cost grows with the file, see
-//! docs/BENCHMARKS.md) and reports at most [`MAX_REPORTED`] problems. [`check_integrity`] runs
+//! A writing store checks a file before its first write, so a damaged file is refused
+//! ([`SessionStoreError::Damaged`]) instead of being appended to. SQLite's `PRAGMA quick_check`
+//! reads every page once (its cost grows with the file, see docs/BENCHMARKS.md) and reports at
+//! most [`MAX_REPORTED`] problems; the default, [`IntegrityCheck::Unchanged`], runs it only when
+//! the file changed since this store last closed it or the last check is older than a day
+//! (`crate::stamp` says how and what that cannot see), so the post-turn hook's cost does not
+//! grow with the file. [`check_integrity`] runs
 //! the full `PRAGMA integrity_check` (which also checks every index against its table) for
 //! `compaction inspect --check`.
 //!
@@ -21,28 +24,45 @@ use crate::SessionStoreError;
 pub const MAX_REPORTED: usize = 3;
 
 /// Which of SQLite's checks a store runs when it opens a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum IntegrityCheck {
     /// No check (for callers that checked the file themselves).
     Skip,
-    /// `PRAGMA quick_check`: every page and b-tree, not the indexes' contents (the default for
-    /// a writing store).
-    #[default]
+    /// `PRAGMA quick_check`: every page and b-tree, not the indexes' contents.
     Quick,
+    /// [`IntegrityCheck::Quick`] unless the file is exactly as this store left it when its last
+    /// writing connection closed (size and modification time, no `-wal` file) and its last
+    /// whole-file check is younger than `max_age` (the default for a writing store, with a day).
+    Unchanged {
+        /// How old the last whole-file check may be.
+        max_age: Duration,
+    },
     /// `PRAGMA integrity_check`: [`IntegrityCheck::Quick`] plus every index against its table.
     Full,
+}
+
+impl Default for IntegrityCheck {
+    fn default() -> Self {
+        IntegrityCheck::Unchanged {
+            max_age: Duration::from_secs(24 * 3600),
+        }
+    }
 }
 
 impl IntegrityCheck {
     fn pragma(self) -> Option<&'static str> {
         match self {
             IntegrityCheck::Skip => None,
-            IntegrityCheck::Quick => Some("quick_check"),
+            IntegrityCheck::Quick | IntegrityCheck::Unchanged { .. } => Some("quick_check"),
             IntegrityCheck::Full => Some("integrity_check"),
         }
     }
 }
+
+/// What [`verify`] did: when the file was last checked whole (now, or as the stamp recorded),
+/// or `None` when no check ran or was vouched for.
+pub(crate) type LastCheck = Option<f64>;
 
 /// Runs `check` on `conn`; a damaged file is [`SessionStoreError::Damaged`] naming `path`, the
 /// check and what it found.
@@ -51,10 +71,20 @@ pub(crate) fn verify(
     path: &Path,
     check: IntegrityCheck,
     timeout: Duration,
-) -> Result<(), SessionStoreError> {
+) -> Result<LastCheck, SessionStoreError> {
+    conn.pragma_update(None, "cell_size_check", "ON")
+        .map_err(|e| {
+            SessionStoreError::sqlite(path, timeout, || "setting cell_size_check".to_owned(), e)
+        })?;
+    if let IntegrityCheck::Unchanged { max_age } = check
+        && let Some(checked_at) = crate::stamp::unchanged_since_check(path, max_age)
+    {
+        return Ok(Some(checked_at));
+    }
     let Some(pragma) = check.pragma() else {
-        return Ok(());
+        return Ok(None);
     };
+    let started = crate::stamp::now();
     let damaged = |report: String| SessionStoreError::Damaged {
         path: path.to_owned(),
         check: pragma,
@@ -64,7 +94,7 @@ pub(crate) fn verify(
         .prepare(&format!("PRAGMA {pragma}({MAX_REPORTED})"))
         .and_then(|mut stmt| stmt.query_map([], |row| row.get::<_, String>(0))?.collect());
     match rows {
-        Ok(rows) if rows.len() == 1 && rows[0] == "ok" => Ok(()),
+        Ok(rows) if rows.len() == 1 && rows[0] == "ok" => Ok(Some(started)),
         Ok(rows) => Err(damaged(rows.join("; "))),
         Err(e)
             if matches!(
@@ -90,6 +120,13 @@ pub(crate) fn verify(
 /// purpose: SQLite lets only a connection that may write delete the `-wal` and `-shm` files
 /// when it closes last, so a read-only open of a WAL database would leave them behind. SQLite
 /// opens a write-protected file read-only by itself.
+///
+/// A WAL file that this user may not write beside (a read-only directory, another user's
+/// database, a backup volume) cannot get the `-shm` file SQLite's WAL reader needs. Then, when no
+/// `-wal` file is beside it (no writer is open and none left changes behind), it is opened
+/// `immutable`: SQLite reads the file as it is, creating nothing. With a `-wal` file beside it the
+/// file is being written, or a writer died with changes only there; reading it without that
+/// writer's shared memory could show a torn view, so it is refused, saying so.
 pub(crate) fn read_connection(path: &Path, timeout: Duration) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
@@ -97,7 +134,60 @@ pub(crate) fn read_connection(path: &Path, timeout: Duration) -> rusqlite::Resul
     )?;
     conn.busy_timeout(timeout)?;
     conn.pragma_update(None, "query_only", "ON")?;
-    Ok(conn)
+    match conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())) {
+        Err(e) if cannot_write_beside(&e) => {
+            drop(conn);
+            immutable_connection(path, e)
+        }
+        _ => Ok(conn),
+    }
+}
+
+/// The errors of a WAL reader that may not create or write the `-shm` file.
+fn cannot_write_beside(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied)
+    )
+}
+
+/// `path` opened read-only and `immutable` (creating nothing), when no `-wal` file is beside
+/// it; otherwise `refused` with the reason added.
+fn immutable_connection(path: &Path, refused: rusqlite::Error) -> rusqlite::Result<Connection> {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    if std::fs::metadata(std::path::PathBuf::from(wal)).is_ok_and(|m| m.len() > 0) {
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
+            Some(format!(
+                "{refused}: the database is being written (a -wal file is beside it) and this \
+                 user cannot create its -shm file; read it as the writer's user, or copy the \
+                 file with its -wal file to a directory you can write"
+            )),
+        ));
+    }
+    let uri = format!("file:{}?mode=ro&immutable=1", uri_path(path));
+    Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+}
+
+/// `path` for a `file:` URI: absolute, with `%`, `?` and `#` escaped.
+fn uri_path(path: &Path) -> String {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = String::new();
+    for c in absolute.to_string_lossy().chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Runs SQLite's full `PRAGMA integrity_check` on the database at `path`, read-only. `Ok` means
@@ -116,5 +206,5 @@ pub fn check_integrity(path: impl AsRef<Path>) -> Result<(), SessionStoreError> 
     let conn = read_connection(path, timeout).map_err(|e| {
         SessionStoreError::sqlite(path, timeout, || "opening the database".to_owned(), e)
     })?;
-    verify(&conn, path, IntegrityCheck::Full, timeout)
+    verify(&conn, path, IntegrityCheck::Full, timeout).map(|_| ())
 }

@@ -125,6 +125,8 @@ mod row;
 #[cfg(feature = "sqlite")]
 mod schema;
 #[cfg(feature = "sqlite")]
+mod stamp;
+#[cfg(feature = "sqlite")]
 mod store;
 
 #[cfg(feature = "sqlite")]

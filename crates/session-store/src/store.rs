@@ -54,7 +54,8 @@ pub struct OpenOptions {
     pub busy_timeout: Duration,
     /// The commit durability. Default [`Durability::Normal`].
     pub durability: Durability,
-    /// The check run on open, before the first write. Default [`IntegrityCheck::Quick`].
+    /// The check run on open, before the first write. Default [`IntegrityCheck::Unchanged`]
+    /// with a day.
     pub integrity: IntegrityCheck,
 }
 
@@ -63,7 +64,7 @@ impl Default for OpenOptions {
         OpenOptions {
             busy_timeout: Duration::from_secs(5),
             durability: Durability::Normal,
-            integrity: IntegrityCheck::Quick,
+            integrity: IntegrityCheck::default(),
         }
     }
 }
@@ -129,6 +130,26 @@ struct Inner {
     path: PathBuf,
     options: OpenOptions,
     conn: Mutex<Connection>,
+    /// A writing store: when its last handle goes, it closes the connection and records the
+    /// check stamp (`crate::stamp`) with this time of the last whole-file check.
+    stamp_on_close: Option<f64>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let Some(checked_at) = self.stamp_on_close else {
+            return;
+        };
+        // Close first: the last connection checkpoints the WAL into the file and removes it, so
+        // the stamp records the file as it stays.
+        let conn = self.conn.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let Ok(placeholder) = Connection::open_in_memory() else {
+            return;
+        };
+        if std::mem::replace(conn, placeholder).close().is_ok() {
+            crate::stamp::record(&self.path, checked_at);
+        }
+    }
 }
 
 /// A durable session store in one SQLite file. Cheap to clone (the clones share one
@@ -170,8 +191,11 @@ impl SqliteStore {
                 supported: SCHEMA_VERSION,
             });
         }
-        // Damage is found before anything is written (the journal mode included).
-        integrity::verify(&conn, &path, options.integrity, options.busy_timeout)?;
+        // Damage is found before anything is written (the journal mode included). The stamp is
+        // forgotten while this store may write: only its clean close records a new one.
+        let last_check = integrity::verify(&conn, &path, options.integrity, options.busy_timeout)
+            .inspect_err(|_| crate::stamp::forget(&path))?;
+        crate::stamp::forget(&path);
         // A file with user_version 0 that already holds tables (a Google ADK database has
         // tables `sessions` and `events` too) is someone else's: refuse it untouched, before
         // the journal mode or the schema is changed.
@@ -209,6 +233,7 @@ impl SqliteStore {
                 path,
                 options,
                 conn: Mutex::new(conn),
+                stamp_on_close: last_check,
             }),
         })
     }
@@ -247,6 +272,7 @@ impl SqliteStore {
                 path,
                 options,
                 conn: Mutex::new(conn),
+                stamp_on_close: None,
             }),
         })
     }

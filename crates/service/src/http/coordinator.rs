@@ -360,6 +360,8 @@ impl OpenAiCompatible {
             api_key,
             http: reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(10))
+                // Small request and stream writes go out at once (no Nagle delay).
+                .tcp_nodelay(true)
                 .build()
                 .unwrap_or_default(),
         }

@@ -5,13 +5,18 @@
 //! ([`crate::lane`]).
 
 pub mod coordinator;
+pub mod guard;
+pub mod listener;
 mod page;
 mod server;
 mod settings;
+mod shape;
 
 pub use coordinator::{
     ChatMessage, Coordinator, CoordinatorConfig, CoordinatorConfigError, CoordinatorRequest,
     OfflineCoordinator, OpenAiCompatible, ReplyChunk, ReplyStream, SelectedCoordinator,
     select_coordinator,
 };
+pub use guard::{GuardOptions, Token};
+pub use listener::Limits;
 pub use server::{DEFAULT_MAX_MESSAGE_BYTES, ServeOptions, Server, shutdown_signal};

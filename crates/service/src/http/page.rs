@@ -207,7 +207,10 @@ async fn tokens(
     State(page): State<Arc<Page>>,
     Path((app, user, id)): Path<(String, String, String)>,
 ) -> Response {
-    let key = SessionKey::new(app, user, id);
+    let key = match super::server::route_key(app, user, id) {
+        Ok(key) => key,
+        Err(refusal) => return refusal.into_response(),
+    };
     let session = match page.store.load(&key).await {
         Ok(session) => session,
         Err(e) => return store_error(e),

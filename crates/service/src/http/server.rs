@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use compaction_core::{
     Clock, ContextEntry, Event, EventBuilder, IdGenerator, Revision, SessionKey, SessionStore,
-    StoreError, completed_turns, coordinator_view,
+    StoreError, Timestamp, completed_turns, coordinator_view,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -42,6 +42,18 @@ pub struct ServeOptions {
     pub reports_kept: usize,
     /// How long shutdown waits for running turns and evaluations (default 30 s).
     pub shutdown_bound: Duration,
+    /// What the request guard allows beyond loopback same-origin use (see [`super::guard`]).
+    pub guard: super::guard::GuardOptions,
+    /// Timeouts and limits of connections, bodies, writes, the coordinator and shutdown.
+    pub limits: super::listener::Limits,
+    /// The turn span shows `__REDACTED__` instead of the user's message (OpenInference's
+    /// `OPENINFERENCE_HIDE_INPUTS`; the host reads it).
+    pub hide_inputs: bool,
+    /// The turn span shows `__REDACTED__` instead of the reply (`OPENINFERENCE_HIDE_OUTPUTS`).
+    pub hide_outputs: bool,
+    /// How far ahead of the server's clock an external event's timestamp may be (default 60 s);
+    /// further: 400 naming `timestamp`, since a later event of the session could never follow it.
+    pub max_clock_skew: Duration,
 }
 
 impl Default for ServeOptions {
@@ -51,6 +63,11 @@ impl Default for ServeOptions {
             coordinator_author: "coordinator".to_owned(),
             reports_kept: 4096,
             shutdown_bound: Duration::from_secs(30),
+            guard: super::guard::GuardOptions::default(),
+            max_clock_skew: Duration::from_secs(60),
+            limits: super::listener::Limits::default(),
+            hide_inputs: false,
+            hide_outputs: false,
         }
     }
 }
@@ -59,6 +76,25 @@ impl ServeOptions {
     /// Sets [`ServeOptions::max_message_bytes`].
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = bytes;
+        self
+    }
+
+    /// Sets [`ServeOptions::limits`].
+    pub fn limits(mut self, limits: super::listener::Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets [`ServeOptions::hide_inputs`] and [`ServeOptions::hide_outputs`].
+    pub fn hide(mut self, inputs: bool, outputs: bool) -> Self {
+        self.hide_inputs = inputs;
+        self.hide_outputs = outputs;
+        self
+    }
+
+    /// Sets [`ServeOptions::guard`].
+    pub fn guard(mut self, guard: super::guard::GuardOptions) -> Self {
+        self.guard = guard;
         self
     }
 
@@ -94,6 +130,9 @@ struct AppState {
     options: ServeOptions,
     reports: Mutex<VecDeque<Arc<LaneReport>>>,
     stopping: watch::Sender<bool>,
+    /// Raised when the shutdown's grace period has passed: running chat streams store what they
+    /// streamed as partial and end.
+    cancel: watch::Sender<bool>,
     page: Arc<super::page::Page>,
 }
 
@@ -120,6 +159,7 @@ impl Server {
                 options,
                 reports: Mutex::new(VecDeque::new()),
                 stopping,
+                cancel: watch::channel(false).0,
                 page,
             }),
         }
@@ -146,10 +186,31 @@ impl Server {
         self.state.page.watch_settings(store)
     }
 
-    /// The routes (see the README for each).
+    /// The routes (see the README for each), behind the request guard ([`super::guard`]),
+    /// which allows loopback hosts and the configured ones.
     pub fn router(&self) -> Router {
+        self.guarded_router(None)
+    }
+
+    /// The routes behind the guard, which also allows `bound`'s address as a host.
+    fn guarded_router(&self, bound: Option<std::net::SocketAddr>) -> Router {
+        let guard = Arc::new(super::guard::Guard::new(
+            self.state.options.guard.clone(),
+            bound,
+        ));
+        // The guard runs first (outermost); the error shape applies to what the routes answer.
+        self.routes()
+            .layer(axum::middleware::from_fn(super::shape::json_errors))
+            .layer(axum::middleware::from_fn_with_state(
+                guard,
+                super::guard::guard,
+            ))
+    }
+
+    fn routes(&self) -> Router {
         Router::new()
             .route("/healthz", get(healthz))
+            .route("/readyz", get(readyz))
             .route("/v1/sessions", post(create_session))
             .route("/v1/sessions/{app}/{user}/{id}", get(get_session))
             .route("/v1/sessions/{app}/{user}/{id}/chat", post(chat))
@@ -161,29 +222,49 @@ impl Server {
             .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
             .with_state(self.state.clone())
             .merge(self.state.page.router())
+            .method_not_allowed_fallback(|| async {
+                ApiError::new(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "this route does not take that method (see the README's route table)",
+                )
+            })
     }
 
-    /// Serves on `listener` until `shutdown` completes, then stops taking turns, ends the
-    /// event streams and waits (at most [`ServeOptions::shutdown_bound`]) for running turns
-    /// and evaluations; true when they all ended in time.
+    /// Serves on `listener` (see [`super::listener`]: the connection cap, hyper's header and
+    /// idle timeouts, `TCP_NODELAY`) until `shutdown` completes; then stops taking turns, ends
+    /// the event streams, lets running turns and evaluations finish within
+    /// [`super::listener::Limits::grace`] (evaluations also within
+    /// [`ServeOptions::shutdown_bound`]), and cancels what remains: chat streams store what they
+    /// streamed as partial, and no compaction is half-written (its append is one transaction).
+    /// True when everything ended by itself in time.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<bool> {
         let state = self.state.clone();
-        let stop = async move {
+        tokio::spawn(async move {
             shutdown.await;
             state.stopping.send_replace(true);
+        });
+        let router = self.guarded_router(listener.local_addr().ok());
+        let limits = self.state.options.limits.clone();
+        let mut stopping = self.state.stopping.subscribe();
+        let connections = super::listener::serve(
+            listener,
+            router,
+            &limits,
+            self.state.stopping.subscribe(),
+            &self.state.cancel,
+        );
+        let stop_started = async {
+            let _ = stopping.wait_for(|s| *s).await.map(|_| ());
+            tokio::time::Instant::now()
         };
-        axum::serve(listener, self.router())
-            .with_graceful_shutdown(stop)
-            .await?;
-        Ok(self
-            .state
-            .lanes
-            .shutdown(self.state.options.shutdown_bound)
-            .await)
+        let (drained, started) = tokio::join!(connections, stop_started);
+        let left = limits.grace.saturating_sub(started.elapsed());
+        let bound = left.min(self.state.options.shutdown_bound);
+        Ok(self.state.lanes.shutdown(bound).await && drained)
     }
 }
 
@@ -211,7 +292,7 @@ pub async fn shutdown_signal() {
 
 /// An error answer: `{"error": {"status": 400, "message": "..."}}`.
 #[derive(Debug)]
-struct ApiError {
+pub(super) struct ApiError {
     status: StatusCode,
     message: String,
 }
@@ -251,6 +332,10 @@ impl ApiError {
             e @ StoreError::NonIncreasingTimestamp { .. } => {
                 ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
             }
+            // A reused event id (the store's unique key): the client's conflict, not ours.
+            e if e.kind() == compaction_core::FailureKind::AlreadyExists => {
+                ApiError::new(StatusCode::CONFLICT, format!("{e}: nothing written"))
+            }
             e => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, format!("store: {e}")),
         }
     }
@@ -258,16 +343,30 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({ "error": { "status": self.status.as_u16(), "message": self.message } });
-        (self.status, axum::Json(body)).into_response()
+        super::shape::error(self.status, self.message)
     }
 }
 
 type ApiResult<T> = Result<T, ApiError>;
 
-/// The request body as a JSON object, read up to `limit` bytes (413 beyond).
-async fn json_object(body: Body, limit: usize, expected: &str) -> ApiResult<Map<String, Value>> {
-    let bytes: Bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
+/// The request body as a JSON object, read up to `limit` bytes (413 beyond) within the body
+/// timeout (408 after it).
+async fn json_object(
+    s: &AppState,
+    body: Body,
+    limit: usize,
+    expected: &str,
+) -> ApiResult<Map<String, Value>> {
+    let timeout = s.options.limits.body_read;
+    let read = tokio::time::timeout(timeout, axum::body::to_bytes(body, limit))
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("the request body did not arrive within {timeout:?}"),
+            )
+        })?;
+    let bytes: Bytes = read.map_err(|_| {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("request body over {limit} bytes"),
@@ -318,15 +417,33 @@ async fn healthz(State(s): State<Arc<AppState>>) -> impl IntoResponse {
     }))
 }
 
+/// Readiness: the store answers (a probe of a session key nobody uses; not found is ready).
+async fn readyz(State(s): State<Arc<AppState>>) -> Response {
+    let probe = SessionKey::new("readyz", "readyz", "readyz");
+    let ready = match s.store.gate_snapshot(&probe).await {
+        Ok(_) | Err(StoreError::NotFound(_)) => Ok(()),
+        Err(e) => Err(e.to_string()),
+    };
+    let stopping = *s.stopping.borrow();
+    match ready {
+        Ok(()) if !stopping => axum::Json(json!({ "status": "ready" })).into_response(),
+        Ok(()) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "stopping").into_response(),
+        Err(e) => {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, format!("store: {e}")).into_response()
+        }
+    }
+}
+
 const CREATE_FORM: &str = r#"{"app": "<app>", "user": "<user>", "id": "<session id>"}"#;
 
 async fn create_session(State(s): State<Arc<AppState>>, body: Body) -> ApiResult<Response> {
-    let body = json_object(body, 64 * 1024, CREATE_FORM).await?;
+    let body = json_object(&s, body, 64 * 1024, CREATE_FORM).await?;
     let field = |name: &str| -> ApiResult<String> {
         match string_field(&body, name, CREATE_FORM)? {
-            Some(v) if !v.trim().is_empty() && !v.contains('/') => Ok(v.to_owned()),
+            Some(v) if valid_key_part(v) => Ok(v.to_owned()),
             Some(_) => Err(ApiError::bad_request(format!(
-                "field `{name}` must be non-empty and contain no `/`: expected {CREATE_FORM}"
+                "field `{name}` must be non-empty and contain no `/` and no control character: \
+                 expected {CREATE_FORM}"
             ))),
             None => Err(ApiError::bad_request(format!(
                 "missing field `{name}`: expected {CREATE_FORM}"
@@ -338,7 +455,7 @@ async fn create_session(State(s): State<Arc<AppState>>, body: Body) -> ApiResult
         None => s.ids.next_id(),
         Some(_) => field("id")?,
     };
-    let key = SessionKey::new(app, user, id);
+    let key = route_key(app, user, id)?;
     let session = s
         .store
         .create_session(&key, Map::new())
@@ -357,6 +474,24 @@ async fn create_session(State(s): State<Arc<AppState>>, body: Body) -> ApiResult
     Ok(response)
 }
 
+/// A part of a session key (app, user, id) the server accepts: not blank, no `/` (it is a path
+/// segment) and no control character (NUL and the rest are refused the same way on every store).
+fn valid_key_part(v: &str) -> bool {
+    !v.trim().is_empty() && !v.contains('/') && !v.chars().any(char::is_control)
+}
+
+/// The session key of a route, refused with 400 when a part is not [`valid_key_part`].
+pub(super) fn route_key(app: String, user: String, id: String) -> ApiResult<SessionKey> {
+    for (name, part) in [("app", &app), ("user", &user), ("id", &id)] {
+        if !valid_key_part(part) {
+            return Err(ApiError::bad_request(format!(
+                "the session's {name} in the path must be non-empty with no control character"
+            )));
+        }
+    }
+    Ok(SessionKey::new(app, user, id))
+}
+
 fn set_etag(response: &mut Response, revision: Revision) {
     if let Ok(v) = HeaderValue::from_str(&format!("\"{revision}\"")) {
         response.headers_mut().insert(header::ETAG, v);
@@ -367,7 +502,7 @@ async fn get_session(
     State(s): State<Arc<AppState>>,
     Path((app, user, id)): Path<(String, String, String)>,
 ) -> ApiResult<Response> {
-    let key = SessionKey::new(app, user, id);
+    let key = route_key(app, user, id)?;
     let revision = s
         .store
         .gate_snapshot(&key)
@@ -431,7 +566,7 @@ async fn chat(
 ) -> ApiResult<Response> {
     let limit = s.options.max_message_bytes;
     // The envelope around the message may add a little: the message itself is checked below.
-    let body = json_object(body, limit.saturating_add(64 * 1024), CHAT_FORM).await?;
+    let body = json_object(&s, body, limit.saturating_add(64 * 1024), CHAT_FORM).await?;
     let message = match string_field(&body, "message", CHAT_FORM)? {
         Some(m) if m.len() > limit => {
             return Err(ApiError::new(
@@ -459,18 +594,36 @@ async fn chat(
             "unknown field `{other}`: expected {CHAT_FORM}"
         )));
     }
-    let key = SessionKey::new(app, user, id);
+    let key = route_key(app, user, id)?;
     s.store.gate_snapshot(&key).await.map_err(ApiError::store)?;
     let invocation = s.ids.next_id();
+    // Phoenix treats `session.id` as unique in the whole instance: the key's three parts, so
+    // that two users' (or apps') sessions of the same id stay two sessions.
     let span = tracing::info_span!(
         "coordinator_turn",
         otel.name = "coordinator_turn",
         openinference.span.kind = "CHAIN",
-        session.id = %key.session_id,
+        session.id = %key,
+        compaction.session_id = %key.session_id,
         user.id = %key.user_id,
         compaction.app = %key.app_name,
         invocation.id = %invocation,
+        input.value = tracing::field::Empty,
+        input.mime_type = tracing::field::Empty,
+        output.value = tracing::field::Empty,
+        output.mime_type = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
     );
+    if s.options.hide_inputs {
+        span.record("input.value", REDACTED);
+    } else {
+        span.record(
+            "input.value",
+            compaction_core::scrub::scrub(&message).as_ref(),
+        );
+        span.record("input.mime_type", "text/plain");
+    }
     let turn = s
         .lanes
         .begin(&key, invocation.clone())
@@ -483,21 +636,30 @@ async fn chat(
             LaneError::TurnInProgress(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
             other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
         })?;
-    let context = s.store.load_context(&key).await.map_err(ApiError::store)?;
-    let request = CoordinatorRequest::assemble(&context, &message);
     let events = EventBuilder::new(
         s.clock.as_ref(),
         s.ids.as_ref(),
         s.options.coordinator_author.clone(),
     );
+    let context = close_open_turn(&s, &key, &events).await?;
+    let request = CoordinatorRequest::assemble(&context, &message);
     append_latest(&s, &key, events.user_query(&invocation, &message))
         .await
         .map_err(ApiError::store)?;
-    let upstream = s
-        .coordinator
-        .stream(&request)
-        .instrument(span.clone())
-        .await;
+    let limits = s.options.limits.clone();
+    let upstream = tokio::time::timeout(
+        limits.upstream_first_byte,
+        s.coordinator.stream(&request).instrument(span.clone()),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        Err(format!(
+            "no answer from the coordinator within {:?}",
+            limits.upstream_first_byte
+        )
+        .into())
+    });
+    let mut cancel = s.cancel.subscribe();
 
     let (tx, rx) = mpsc::channel::<SseEvent>(32);
     let (closed_tx, closed_rx) = oneshot::channel();
@@ -514,30 +676,56 @@ async fn chat(
         };
         let mut text = String::new();
         let mut usage = None;
+        let mut first = true;
         loop {
+            let wait = if first {
+                limits.upstream_first_byte
+            } else {
+                limits.upstream_between_chunks
+            };
             tokio::select! {
                 () = tx.closed() => {
                     client_gone(&state, &events, &key, &invocation, &text).await;
                     return;
                 }
-                item = upstream.recv() => match item {
-                    Some(Ok(ReplyChunk::Delta(delta))) => {
+                () = async { let _ = cancel.wait_for(|c| *c).await; } => {
+                    // The shutdown's grace period passed: what streamed is kept as partial.
+                    client_gone(&state, &events, &key, &invocation, &text).await;
+                    return;
+                }
+                item = tokio::time::timeout(wait, upstream.recv()) => match item {
+                    Err(_) => {
+                        let message = format!("no chunk from the coordinator within {wait:?}");
+                        upstream_failed(&state, &events, &key, &invocation, &tx, &message).await;
+                        return;
+                    }
+                    Ok(Some(Ok(ReplyChunk::Delta(delta)))) => {
+                        first = false;
                         text.push_str(&delta);
                         let event = SseEvent::default().event("delta").data(delta);
-                        if tx.send(event).await.is_err() {
+                        // A reader that stops reading fills the channel: after the write
+                        // timeout the turn ends as a partial reply and the lane is freed.
+                        // The shutdown's cancel ends a write that waits on such a reader too.
+                        let sent = tokio::select! {
+                            sent = tokio::time::timeout(limits.write, tx.send(event)) => {
+                                matches!(sent, Ok(Ok(())))
+                            }
+                            () = async { let _ = cancel.wait_for(|c| *c).await; } => false,
+                        };
+                        if !sent {
                             client_gone(&state, &events, &key, &invocation, &text).await;
                             return;
                         }
                     }
-                    Some(Ok(ReplyChunk::Usage { prompt_tokens, completion_tokens })) => {
+                    Ok(Some(Ok(ReplyChunk::Usage { prompt_tokens, completion_tokens }))) => {
                         usage = Some((prompt_tokens, completion_tokens));
                     }
-                    Some(Err(e)) => {
+                    Ok(Some(Err(e))) => {
                         upstream_failed(&state, &events, &key, &invocation, &tx, &e.to_string())
                             .await;
                         return;
                     }
-                    None => break,
+                    Ok(None) => break,
                 }
             }
         }
@@ -551,6 +739,12 @@ async fn chat(
         let reply = events.reply(&invocation, &text, Some(prompt_tokens));
         if let Err(e) = append_latest(&state, &key, reply).await {
             let message = format!("the reply could not be stored: {e}");
+            tracing::warn!(%key, "{message}");
+            // The turn must not stay open: an error event closes it when the store takes one.
+            let closing = events.error(&invocation, "REPLY_NOT_STORED", &message);
+            if let Err(e) = append_latest(&state, &key, closing).await {
+                tracing::warn!(%key, "the turn could not be closed either: {e}");
+            }
             let _ = tx
                 .send(
                     SseEvent::default()
@@ -560,6 +754,7 @@ async fn chat(
                 .await;
             return;
         }
+        record_reply(&state, &tracing::Span::current(), &text);
         let turn_number = turn_number(&state, &key).await;
         let done = json!({
             "turn": turn_number,
@@ -608,12 +803,32 @@ async fn upstream_failed(
     message: &str,
 ) {
     tracing::warn!(%key, "coordinator failed: {message}");
+    let span = tracing::Span::current();
+    span.record("otel.status_code", "ERROR");
+    span.record(
+        "otel.status_description",
+        compaction_core::scrub::scrub(&format!("coordinator failed: {message}")).as_ref(),
+    );
     let event = events.error(invocation, "UPSTREAM_ERROR", message);
     let stored = append_latest(state, key, event).await.is_ok();
     let data = json!({ "message": format!("coordinator failed: {message}"), "stored": stored });
     let _ = tx
         .send(SseEvent::default().event("error").data(data.to_string()))
         .await;
+}
+
+/// What a hidden input or output shows (OpenInference's convention).
+const REDACTED: &str = "__REDACTED__";
+
+/// The turn span's `output.value` (the reply, scrubbed, or redacted) and status OK.
+fn record_reply(state: &AppState, span: &tracing::Span, text: &str) {
+    if state.options.hide_outputs {
+        span.record("output.value", REDACTED);
+    } else {
+        span.record("output.value", compaction_core::scrub::scrub(text).as_ref());
+        span.record("output.mime_type", "text/plain");
+    }
+    span.record("otel.status_code", "OK");
 }
 
 /// The client went away mid-stream: what was streamed is stored as a partial reply.
@@ -630,21 +845,77 @@ async fn client_gone(
     }
 }
 
-/// Appends at the session's latest revision: the lane keeps evaluations out of a running
-/// turn, but an external writer may move the session on, so a stale append is retried.
+/// The session's context for a new turn, after closing a turn a crash left open: when its last
+/// event is a user query with no reply (the process stopped mid-stream, before any reply,
+/// partial or error, was stored), an `interrupted` reply closes it first, so the history
+/// alternates and the coordinator and the summarizer see that question as unanswered.
+async fn close_open_turn(
+    s: &AppState,
+    key: &SessionKey,
+    events: &EventBuilder<'_>,
+) -> ApiResult<compaction_core::AssembledContext> {
+    let context = s.store.load_context(key).await.map_err(ApiError::store)?;
+    let open = match context.entries.last() {
+        Some(ContextEntry::Event(last)) if is_query(last) => last.invocation_id.clone(),
+        _ => return Ok(context),
+    };
+    tracing::info!(%key, invocation = %open, "closing a turn left without a reply");
+    append_latest(s, key, events.interrupted(&open))
+        .await
+        .map_err(ApiError::store)?;
+    s.store.load_context(key).await.map_err(ApiError::store)
+}
+
+/// A user's query: authored by the user, with text (a tool result is authored by the user too,
+/// but carries a function response).
+fn is_query(event: &Event) -> bool {
+    event.author == "user"
+        && event.actions.compaction.is_none()
+        && event.content.as_ref().is_some_and(|c| {
+            c.parts.iter().any(|p| p.text.is_some())
+                && c.parts.iter().all(|p| p.function_response.is_none())
+        })
+}
+
+/// How often the server's own append is retried after another writer moved the session on.
+const APPEND_ATTEMPTS: usize = 8;
+
+/// Appends the server's own event at the session's latest revision. The lane keeps
+/// evaluations out of a running turn, but an external writer may append at the same moment:
+/// a stale revision is read again, and an event that another writer's later-stamped event
+/// overtook is stamped again (after that event and not before the clock), so the server's
+/// own timestamp conflict never fails a turn.
 async fn append_latest(
     state: &AppState,
     key: &SessionKey,
-    event: Event,
+    mut event: Event,
 ) -> Result<Revision, StoreError> {
-    let mut attempts = 0;
+    let mut attempts = 1;
     loop {
         let revision = state.store.gate_snapshot(key).await?.revision;
         match state.store.append(key, revision, event.clone()).await {
-            Err(StoreError::Stale { .. }) if attempts < 3 => attempts += 1,
+            Err(StoreError::Stale { .. }) if attempts < APPEND_ATTEMPTS => {}
+            Err(StoreError::NonIncreasingTimestamp { latest, .. })
+                if attempts < APPEND_ATTEMPTS =>
+            {
+                event.timestamp = restamp(state.clock.now(), latest);
+            }
             other => return other,
         }
+        attempts += 1;
     }
+}
+
+/// A timestamp after `latest` and not before `now`.
+fn restamp(now: Timestamp, latest: Timestamp) -> Timestamp {
+    if now > latest {
+        return now;
+    }
+    let seconds = latest.seconds();
+    // The smallest step that still moves a timestamp of this size (1 µs, or the float's
+    // spacing where that is coarser).
+    let step = (seconds.abs() * f64::EPSILON * 2.0).max(1e-6);
+    Timestamp::new(seconds + step).unwrap_or(latest)
 }
 
 /// The turn's number: completed turns of the session's coordinator view.
@@ -681,7 +952,7 @@ async fn compaction_events(
     State(s): State<Arc<AppState>>,
     Path((app, user, id)): Path<(String, String, String)>,
 ) -> ApiResult<Response> {
-    let key = SessionKey::new(app, user, id);
+    let key = route_key(app, user, id)?;
     s.store.gate_snapshot(&key).await.map_err(ApiError::store)?;
     let mut reports = s.lanes.subscribe();
     let mut stopping = s.stopping.subscribe();
@@ -720,7 +991,7 @@ async fn outcomes(
     State(s): State<Arc<AppState>>,
     Path((app, user, id)): Path<(String, String, String)>,
 ) -> ApiResult<Response> {
-    let key = SessionKey::new(app, user, id);
+    let key = route_key(app, user, id)?;
     s.store.gate_snapshot(&key).await.map_err(ApiError::store)?;
     let reports: Vec<Arc<LaneReport>> = s
         .reports
@@ -742,7 +1013,7 @@ async fn append_event(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let key = SessionKey::new(app, user, id);
+    let key = route_key(app, user, id)?;
     let Some(if_match) = headers.get(header::IF_MATCH) else {
         return Err(ApiError::new(
             StatusCode::PRECONDITION_REQUIRED,
@@ -750,23 +1021,29 @@ async fn append_event(
              If-Match: \"7\"",
         ));
     };
-    let expected = if_match
-        .to_str()
-        .ok()
-        .map(|v| v.trim().trim_start_matches("W/").trim_matches('"'))
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(Revision)
-        .ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "header `If-Match` must be a revision such as \"7\", got {:?}",
-                String::from_utf8_lossy(if_match.as_bytes())
-            ))
-        })?;
-    let mut body = json_object(body, s.options.max_message_bytes, EVENT_FORM).await?;
-    if string_field(&body, "author", EVENT_FORM)?.is_none() {
-        return Err(ApiError::bad_request(format!(
-            "missing field `author`: expected {EVENT_FORM}"
-        )));
+    let expected = revision_of(if_match).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "header `If-Match` must be a revision in double quotes such as \"7\" (the session's \
+             ETag), got {:?}",
+            String::from_utf8_lossy(if_match.as_bytes())
+        ))
+    })?;
+    let mut body = json_object(&s, body, s.options.max_message_bytes, EVENT_FORM).await?;
+    for field in ["author", "id", "invocation_id"] {
+        match string_field(&body, field, EVENT_FORM)? {
+            None if field == "author" => {
+                return Err(ApiError::bad_request(format!(
+                    "missing field `author`: expected {EVENT_FORM}"
+                )));
+            }
+            Some(v) if v.trim().is_empty() || v.chars().any(char::is_control) => {
+                return Err(ApiError::bad_request(format!(
+                    "field `{field}` must be non-empty with no control character: expected \
+                     {EVENT_FORM}"
+                )));
+            }
+            _ => {}
+        }
     }
     s.store.gate_snapshot(&key).await.map_err(ApiError::store)?;
     if !body.contains_key("id") {
@@ -784,6 +1061,7 @@ async fn append_event(
     let event: Event = serde_json::from_value(Value::Object(body)).map_err(|e| {
         ApiError::bad_request(format!("not an ADK event ({e}): expected {EVENT_FORM}"))
     })?;
+    validate_external(&s, &key, &event).await?;
     let revision = s
         .store
         .append(&key, expected, event)
@@ -796,4 +1074,75 @@ async fn append_event(
         .into_response();
     set_etag(&mut response, revision);
     Ok(response)
+}
+
+/// The revision of an `If-Match` value: exactly `"N"` (the ETag the server sends), nothing else.
+fn revision_of(value: &HeaderValue) -> Option<Revision> {
+    let digits = value
+        .to_str()
+        .ok()?
+        .trim()
+        .strip_prefix('"')?
+        .strip_suffix('"')?;
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok().map(Revision))
+        .flatten()
+}
+
+/// What an external writer may not append, because the session could not be used after it: a
+/// timestamp further ahead of the server's clock than [`ServeOptions::max_clock_skew`] (every
+/// later event would be refused as not increasing), and a compaction whose range is reversed or
+/// lies outside the session's events (it would hide or repeat the history).
+async fn validate_external(s: &AppState, key: &SessionKey, event: &Event) -> ApiResult<()> {
+    let limit = s.clock.now().seconds() + s.options.max_clock_skew.as_secs_f64();
+    if event.timestamp.seconds() > limit {
+        return Err(ApiError::bad_request(format!(
+            "field `timestamp` is {} s ahead of the server's clock (at most {} s allowed): \
+             expected epoch seconds, omitted to let the server stamp the event",
+            (event.timestamp.seconds() - s.clock.now().seconds()).round(),
+            s.options.max_clock_skew.as_secs()
+        )));
+    }
+    let Some(compaction) = &event.actions.compaction else {
+        return Ok(());
+    };
+    if compaction.start_timestamp > compaction.end_timestamp {
+        return Err(ApiError::bad_request(format!(
+            "field `actions.compaction`: start_timestamp {} is after end_timestamp {}: expected \
+             start <= end",
+            compaction.start_timestamp, compaction.end_timestamp
+        )));
+    }
+    let session = s.store.load(key).await.map_err(ApiError::store)?;
+    let covered = session
+        .events
+        .iter()
+        .filter(|e| e.actions.compaction.is_none())
+        .map(|e| e.timestamp);
+    let (first, last) = covered.fold(
+        (None, None),
+        |(lo, hi): (Option<Timestamp>, Option<Timestamp>), t| {
+            (
+                Some(lo.map_or(t, |l| l.min(t))),
+                Some(hi.map_or(t, |h| h.max(t))),
+            )
+        },
+    );
+    match (first, last) {
+        (Some(first), Some(last))
+            if compaction.start_timestamp >= first && compaction.end_timestamp <= last =>
+        {
+            Ok(())
+        }
+        _ => Err(ApiError::bad_request(format!(
+            "field `actions.compaction`: the range {}..{} must lie within the session's events \
+             ({}): a compaction covers events the session holds",
+            compaction.start_timestamp,
+            compaction.end_timestamp,
+            match (first, last) {
+                (Some(f), Some(l)) => format!("{f}..{l}"),
+                _ => "none yet".to_owned(),
+            }
+        ))),
+    }
 }

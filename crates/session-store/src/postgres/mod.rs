@@ -71,6 +71,15 @@ pub struct PostgresOptions {
     pub connect_timeout: Duration,
     /// What connecting may do to the store's schema. Default [`PostgresAccess::Create`].
     pub access: PostgresAccess,
+    /// How long a statement waits for a row or table lock another connection holds (an ADK
+    /// transaction left open, say) before it fails as locked (exit 4). Default 5 s, as SQLite's
+    /// busy timeout.
+    pub lock_timeout: Duration,
+    /// How long one statement may run before the server cancels it (a paused or overloaded
+    /// database answers with a fast, named failure, not a hang). Default 30 s.
+    pub statement_timeout: Duration,
+    /// How long a call waits for a free pooled connection. Default 5 s.
+    pub pool_wait_timeout: Duration,
 }
 
 /// What [`PostgresStore::connect_with`] may do to the database.
@@ -97,6 +106,9 @@ impl Default for PostgresOptions {
             max_connections: 16,
             connect_timeout: Duration::from_secs(10),
             access: PostgresAccess::Create,
+            lock_timeout: Duration::from_secs(5),
+            statement_timeout: Duration::from_secs(30),
+            pool_wait_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -222,8 +234,11 @@ impl PostgresStore {
         // history instead of the live tail's rows (measured: 4.8 ms instead of 1 ms at
         // 10,000 events; docs/BENCHMARKS.md).
         let mut search_path = format!(
-            "-c search_path={} -c plan_cache_mode=force_generic_plan",
-            options.schema
+            "-c search_path={} -c plan_cache_mode=force_generic_plan -c lock_timeout={} \
+             -c statement_timeout={}",
+            options.schema,
+            options.lock_timeout.as_millis().max(1),
+            options.statement_timeout.as_millis().max(1),
         );
         if options.access == PostgresAccess::ReadOnly {
             search_path.push_str(" -c default_transaction_read_only=on");
@@ -248,6 +263,8 @@ impl PostgresStore {
         );
         let pool = Pool::builder(manager)
             .max_size(options.max_connections)
+            .wait_timeout(Some(options.pool_wait_timeout))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|e| SessionStoreError::PostgresConfig {
                 database: database.clone(),

@@ -101,7 +101,12 @@ pub(crate) async fn require_store(
         if found == 0 {
             return Err(SessionStoreError::PostgresNoStore {
                 database: store.database.clone(),
-                detail: format!("no session store in this database (schema {schema}); {creates}"),
+                detail: format!(
+                    "no session store in this database: looked for the native store's tables \
+                     ({schema}.schema_version, {schema}.sessions, {schema}.events) and Google ADK's \
+                     DatabaseSessionService tables (sessions, events, app_states, user_states) \
+                     and found neither; {creates}"
+                ),
             });
         }
         if found > POSTGRES_SCHEMA_VERSION {
