@@ -21,6 +21,9 @@
 //! repository's `data/research-sessions/` and, when `COMPACTION_OUTSIDE_DATA` names it, the
 //! shared `research-sessions/` outside the repository.
 //!
+//! `--shipped` scores every session and the TIAGE test split with the committed constants of
+//! both models (no refit): the first-contact figures of sessions no fit has read.
+//!
 //! `--search` prints the pooled leave-one-session-out figures over a small grid of the
 //! session weight and the L2 penalty (how they were chosen). Deterministic.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -34,6 +37,7 @@ use compaction_core::state::DEFAULT_STATE_BUDGET_TOKENS;
 use compaction_core::{CharsPerToken, DecisionState};
 use decision_client::embedding::features::{FEATURE_NAMES, features, has_table, last_sentence};
 use decision_client::embedding::files::resolve;
+use decision_client::embedding::head;
 use decision_client::embedding::{Encoder, QUERY_TOKENS, REPLY_TOKENS, StateVectors, TurnVectors};
 use decision_client::eval::{load_cases, metrics, roc_auc};
 use decision_client::offline::{Features, sigmoid};
@@ -57,6 +61,8 @@ struct Row {
     name: String,
     /// 1 in a research context (a research turn in the state), else 0.
     research: f64,
+    /// p of the committed embedding head and of the committed lexical model (`--shipped`).
+    shipped: (f64, f64),
 }
 
 /// Vectors by (text, max tokens), persisted between runs.
@@ -176,8 +182,13 @@ impl Store {
     fn row(&mut self, state: &DecisionState, y: bool, w: f64, name: String) -> Row {
         let lexical = Features::of(state);
         let v = self.state(state);
+        let x = features(&v, &lexical);
         Row {
-            x: features(&v, &lexical).to_vec(),
+            shipped: (
+                head::probability(&x, lexical.research_context),
+                decision_client::offline::probability(state),
+            ),
+            x: x.to_vec(),
             y,
             w,
             lex: lexical.fitted().to_vec(),
@@ -375,7 +386,7 @@ fn pooled(folds: &[Fold]) -> Vec<(f64, bool)> {
 }
 
 fn report(label: &str, folds: &[Fold]) {
-    println!("## {label}: leave-one-session-out at tau {TAU}");
+    println!("## {label} (tau {TAU})");
     for (name, scored) in folds {
         let pairs: Vec<(f64, bool)> = scored.iter().map(|(p, y, _)| (*p, *y)).collect();
         let Some(m) = metrics(&pairs, TAU) else {
@@ -410,6 +421,34 @@ fn report(label: &str, folds: &[Fold]) {
             "all sessions: n={} recall={:.3} specificity={:.3} auc={:.3} ece={:.3}",
             m.n, m.recall_at_tau, m.specificity_at_tau, m.auc, m.ece
         );
+    }
+}
+
+/// `--shipped`: every session scored by the committed constants (no refit), and TIAGE test.
+fn shipped(data: &Data) {
+    for (label, pick) in [
+        (
+            "committed embedding head",
+            (|r: &Row| r.shipped.0) as fn(&Row) -> f64,
+        ),
+        ("committed lexical model", |r: &Row| r.shipped.1),
+    ] {
+        let folds: Vec<Fold> = data
+            .sessions
+            .iter()
+            .map(|(name, rows)| {
+                let scored = rows
+                    .iter()
+                    .map(|r| (pick(r), r.y, r.name.clone()))
+                    .collect();
+                (name.clone(), scored)
+            })
+            .collect();
+        report(label, &folds);
+        let test: Vec<(f64, bool)> = data.test.iter().map(|r| (pick(r), r.y)).collect();
+        if let Some(m) = metrics(&test, TAU) {
+            println!("tiage test ({label}): {m}");
+        }
     }
 }
 
@@ -458,6 +497,7 @@ fn write_constants(path: &Path, block: &str) -> std::io::Result<()> {
 struct Args {
     write: bool,
     search: bool,
+    shipped: bool,
     cases: PathBuf,
     sessions: Vec<PathBuf>,
     model_dir: Option<PathBuf>,
@@ -467,6 +507,7 @@ fn args() -> Result<Args, String> {
     let mut a = Args {
         write: false,
         search: false,
+        shipped: false,
         cases: test_data::repo_path(test_data::TIAGE_CASES),
         sessions: Vec::new(),
         model_dir: None,
@@ -481,6 +522,7 @@ fn args() -> Result<Args, String> {
         match flag.as_str() {
             "--write" => a.write = true,
             "--search" => a.search = true,
+            "--shipped" => a.shipped = true,
             "--cases" => a.cases = value()?,
             "--sessions" => a.sessions.push(value()?),
             "--model-dir" => a.model_dir = Some(value()?),
@@ -554,6 +596,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if a.shipped {
+        shipped(&data);
+        return ExitCode::SUCCESS;
+    }
     if a.search {
         for weight in [10.0, 20.0, 40.0, 80.0] {
             for l2 in [0.00001, 0.0001, 0.001] {
@@ -569,11 +615,11 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     report(
-        "embedding model",
+        "embedding model, leave-one-session-out",
         &data.loso(embedding_x, SESSION_WEIGHT, L2),
     );
     report(
-        "lexical model, refitted per fold",
+        "lexical model, refitted per fold, leave-one-session-out",
         &data.loso(lexical_x, SESSION_WEIGHT, L2),
     );
     let head = data.head(None, embedding_x, SESSION_WEIGHT, L2);
