@@ -1,25 +1,30 @@
 //! The embedding model's features: similarities of meaning between the latest turn and the
-//! earlier ones, beside the structural lexical features that earn their weight. Pure
-//! arithmetic over unit vectors; no cue phrase.
+//! earlier ones, beside the lexical model's features. The similarities are pure arithmetic
+//! over unit vectors: no cue phrase, no rule.
 //!
 //! | feature | meaning |
 //! | --- | --- |
 //! | `sim_prev_query` | cosine of the query and the previous query |
 //! | `sim_prev_turn` | cosine of the query and the previous turn (query + reply) |
+//! | `sim_prev_reply` | cosine of the query and the previous reply |
 //! | `sim_unit` | cosine of the query and the centroid of the last [`UNIT_TURNS`] turns (the current unit) |
 //! | `tail_sim_unit` | the same for the query's last sentence (a query that closes the old unit and then asks something new) |
 //! | `tail_gap` | `sim_unit − tail_sim_unit`, floored at 0: the query's request moves away from what its opening still talks about |
 //! | `return_gain` | best cosine of the query with a turn older than the unit, minus `sim_unit`, floored at 0 (a return to an earlier unit) |
 //! | `reply_sim_unit` | cosine of the latest reply and the centroid of the unit's replies |
+//! | `reply_sim_prev_query` | cosine of the latest reply and the previous query |
 //! | `prev_shift` | 1 − cosine of the previous query and the turns before it: the previous turn itself changed the subject, so this one follows it |
 //! | `prev_recap` | cosine of the previous reply and the turns before it: the previous turn looked back over the unit (a recap, a comparison), so the unit may be done |
 //! | `prev_table` | the previous reply holds a Markdown table (structure: a deliverable that gathers the unit) |
-//! | `research_sim_prev_query`, `research_reply_sim_unit` | `sim_prev_query` and `reply_sim_unit` in a research context (0 otherwise): research sessions stay within one field, so their similarities sit higher than chit-chat's |
-//! | `novelty_last_pair`, `novelty_earlier`, `reply_novelty`, `user_asks`, `previous_asked`, `shared_figure`, `user_length` | the lexical model's structural features ([`crate::offline`]) |
-//! | `no_earlier` | no earlier turn fitted the budget |
-//! | `research_context` | a turn of the state is a research turn |
+//! | the lexical model's fitted features but `research_context` | [`crate::offline`] (novelty shares, a question, query length, the cue lists that occur in TIAGE, …) |
+//!
+//! Each of these appears twice, in a chit-chat block (`chat.*`, zero in a research context)
+//! and a research block (`research.*`, zero outside one), then `research_context`: the decision
+//! state of a research session holds long findings summaries in one field, usually just one
+//! earlier turn within the 500-token budget, while chit-chat wanders; one weight per context
+//! lets TIAGE fit the first block and the research sessions the second.
 
-use crate::offline::Features as Lexical;
+use crate::offline::{FITTED_FEATURES as LEXICAL_FEATURES, Features as Lexical};
 
 /// How many of the latest earlier turns make up the current unit.
 pub const UNIT_TURNS: usize = 3;
@@ -62,33 +67,45 @@ pub struct StateVectors {
     pub previous_table: bool,
 }
 
-/// Number of fitted features.
-pub const N_FEATURES: usize = 21;
+/// Number of similarity features (the first block of [`BASE_NAMES`]).
+pub const N_SIMILARITIES: usize = 12;
+/// Number of features of one context block: the similarities and the lexical model's fitted
+/// features but its last (`research_context`, which chooses the block).
+pub const N_BASE: usize = N_SIMILARITIES + LEXICAL_FEATURES.len() - 1;
+/// Number of fitted features: a chit-chat block, a research block, and `research_context`.
+pub const N_FEATURES: usize = 2 * N_BASE + 1;
 
-/// Names of the fitted features, in weight order.
-pub const FEATURE_NAMES: [&str; N_FEATURES] = [
+/// The similarities of meaning, in order.
+pub const SIMILARITY_NAMES: [&str; N_SIMILARITIES] = [
     "sim_prev_query",
     "sim_prev_turn",
+    "sim_prev_reply",
     "sim_unit",
     "tail_sim_unit",
     "tail_gap",
     "return_gain",
     "reply_sim_unit",
+    "reply_sim_prev_query",
     "prev_shift",
     "prev_recap",
     "prev_table",
-    "research_sim_prev_query",
-    "research_reply_sim_unit",
-    "novelty_last_pair",
-    "novelty_earlier",
-    "reply_novelty",
-    "user_asks",
-    "previous_asked",
-    "shared_figure",
-    "user_length",
-    "no_earlier",
-    "research_context",
 ];
+
+/// Names of the fitted features, in weight order: `chat.<name>` for the chit-chat block
+/// (0 in a research context), `research.<name>` for the research block (0 outside one), then
+/// `research_context`.
+pub fn feature_names() -> Vec<String> {
+    let base: Vec<&str> = SIMILARITY_NAMES
+        .iter()
+        .chain(&LEXICAL_FEATURES[..LEXICAL_FEATURES.len() - 1])
+        .copied()
+        .collect();
+    ["chat", "research"]
+        .iter()
+        .flat_map(|block| base.iter().map(move |n| format!("{block}.{n}")))
+        .chain(std::iter::once("research_context".to_owned()))
+        .collect()
+}
 
 /// Cosine of two vectors (0 when either is zero).
 pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
@@ -128,8 +145,8 @@ fn flag(b: bool) -> f64 {
     if b { 1.0 } else { 0.0 }
 }
 
-/// The fitted features of a state from its vectors and its lexical features.
-pub fn features(v: &StateVectors, lexical: &Lexical) -> [f64; N_FEATURES] {
+/// The similarities of meaning of a state, in [`SIMILARITY_NAMES`] order.
+pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
     let q = &v.latest.query;
     let n = v.earlier.len();
     let unit = &v.earlier[n.saturating_sub(UNIT_TURNS)..];
@@ -137,17 +154,11 @@ pub fn features(v: &StateVectors, lexical: &Lexical) -> [f64; N_FEATURES] {
     let wholes: Vec<Vec<f32>> = unit.iter().map(TurnVectors::whole).collect();
     let unit_centroid = centroid(wholes.iter().map(Vec::as_slice));
     let unit_replies = centroid(unit.iter().map(|t| t.reply.as_slice()));
-    let (sim_prev_query, sim_prev_turn, prev_shift, prev_recap) = match v.earlier.split_last() {
+    let (previous, prev_shift, prev_recap) = match v.earlier.split_last() {
         Some((prev, before)) => {
             let before = &before[before.len().saturating_sub(UNIT_TURNS)..];
-            let before_centroid = centroid(
-                before
-                    .iter()
-                    .map(TurnVectors::whole)
-                    .collect::<Vec<_>>()
-                    .iter()
-                    .map(Vec::as_slice),
-            );
+            let wholes: Vec<Vec<f32>> = before.iter().map(TurnVectors::whole).collect();
+            let before_centroid = centroid(wholes.iter().map(Vec::as_slice));
             let (shift, recap) = if before.is_empty() {
                 (0.0, 0.0)
             } else {
@@ -156,17 +167,16 @@ pub fn features(v: &StateVectors, lexical: &Lexical) -> [f64; N_FEATURES] {
                     cosine(&prev.reply, &before_centroid),
                 )
             };
-            (
+            let sims = [
                 cosine(q, &prev.query),
                 cosine(q, &prev.whole()),
-                shift,
-                recap,
-            )
+                cosine(q, &prev.reply),
+                cosine(&v.latest.reply, &prev.query),
+            ];
+            (sims, shift, recap)
         }
-        None => (0.0, 0.0, 0.0, 0.0),
+        None => ([0.0; 4], 0.0, 0.0),
     };
-    let research = flag(lexical.research_context);
-    let reply_sim_unit = cosine(&v.latest.reply, &unit_replies);
     let sim_unit = cosine(q, &unit_centroid);
     let tail_sim_unit = cosine(&v.latest_tail, &unit_centroid);
     let best_older = older
@@ -179,28 +189,40 @@ pub fn features(v: &StateVectors, lexical: &Lexical) -> [f64; N_FEATURES] {
         (best_older - sim_unit).max(0.0)
     };
     [
-        sim_prev_query,
-        sim_prev_turn,
+        previous[0],
+        previous[1],
+        previous[2],
         sim_unit,
         tail_sim_unit,
         (sim_unit - tail_sim_unit).max(0.0),
         return_gain,
-        reply_sim_unit,
+        cosine(&v.latest.reply, &unit_replies),
+        previous[3],
         prev_shift,
         prev_recap,
         flag(v.previous_table),
-        research * sim_prev_query,
-        research * reply_sim_unit,
-        lexical.novelty_last_pair,
-        lexical.novelty_earlier,
-        lexical.reply_novelty,
-        flag(lexical.user_asks),
-        flag(lexical.previous_asked),
-        flag(lexical.shared_figure),
-        lexical.user_length,
-        flag(lexical.no_earlier),
-        flag(lexical.research_context),
     ]
+}
+
+/// The fitted features of a state from its vectors and its lexical features: the
+/// similarities and the lexical features in the block of the state's context (research or
+/// chit-chat, the other block 0), then `research_context`. Research sessions stay within one
+/// field and pivot about once in six turns, chit-chat wanders: one weight per context lets
+/// each be fitted on its own data.
+pub fn features(v: &StateVectors, lexical: &Lexical) -> [f64; N_FEATURES] {
+    let research = lexical.research_context;
+    let lex = lexical.fitted();
+    let mut x = [0.0; N_FEATURES];
+    let block = if research { N_BASE } else { 0 };
+    for (slot, value) in x[block..block + N_BASE].iter_mut().zip(
+        similarities(v)
+            .into_iter()
+            .chain(lex[..lex.len() - 1].iter().copied()),
+    ) {
+        *slot = value;
+    }
+    x[N_FEATURES - 1] = flag(research);
+    x
 }
 
 /// The last sentence of `query` with at least three words, when the query has more than
@@ -287,7 +309,9 @@ mod tests {
         let stay = features(&state(&a), &lexical);
         let away = features(&state(&b), &lexical);
         let back = features(&state(&c), &lexical);
-        assert!((stay[2] - 1.0).abs() < 1e-6 && away[2].abs() < 1e-6);
-        assert!(back[5] > 0.99 && stay[5] == 0.0, "{back:?}");
+        assert!((stay[3] - 1.0).abs() < 1e-6 && away[3].abs() < 1e-6);
+        assert!(back[6] > 0.99 && stay[6] == 0.0, "{back:?}");
+        // Outside a research context the research block is zero.
+        assert!(stay[N_BASE..N_FEATURES].iter().all(|x| *x == 0.0));
     }
 }
