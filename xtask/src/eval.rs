@@ -260,8 +260,10 @@ fn run_sessions(
 }
 
 /// `eval-decision --loso [--cases FILE] [--sessions DIR]...`: leave-one-session-out. Each
-/// labelled session is scored by the embedding model's head and by the lexical model, both
-/// refitted without it; then the TIAGE test split by the heads fitted on every session. The
+/// labelled session (by default the repository's, and the shared ones when
+/// `COMPACTION_OUTSIDE_DATA` names them) is scored by the embedding model's head and by the
+/// lexical model, both refitted without it; then the TIAGE test split by the heads fitted on
+/// every session. Built in release: the fit is a few seconds there. The
 /// fitting lives in decision-client's `fit_embedding_model` example (it needs the `embedding`
 /// feature and the model's files, which xtask does not build): this runs it.
 fn loso(args: &[String]) -> ExitCode {
@@ -269,6 +271,7 @@ fn loso(args: &[String]) -> ExitCode {
         .args([
             "run",
             "--quiet",
+            "--release",
             "-p",
             "adaptive-compaction-decision-client",
             "--features",
