@@ -356,6 +356,7 @@ fn demo_output() {
 /// without them (outside CI) the test says SKIPPED. The other tests run the lexical model
 /// (see `common::compaction`), whose banner says how to install the files.
 #[test]
+#[allow(clippy::print_stderr)]
 fn the_demo_runs_the_embedding_model_when_its_files_are_installed() {
     let out = common::compaction_with_installed_model()
         .arg("demo")
@@ -390,6 +391,7 @@ fn the_demo_runs_the_embedding_model_when_its_files_are_installed() {
 /// `--decision local` runs it and the exported probe spans name it; without them (outside CI)
 /// the test says SKIPPED.
 #[tokio::test(flavor = "multi_thread")]
+#[allow(clippy::print_stderr)]
 async fn the_probe_span_names_the_embedding_model_when_it_answers() {
     let collector = MockServer::start().await;
     Mock::given(method("POST"))
