@@ -275,7 +275,7 @@ fn loso(args: &[String]) -> ExitCode {
             "-p",
             "adaptive-compaction-decision-client",
             "--features",
-            "embedding",
+            "embedding,eval",
             "--example",
             "fit_embedding_model",
             "--",

@@ -10,14 +10,15 @@
 //! - `embedding::EmbeddingModel` (feature `embedding`): a local sentence-embedding model
 //!   (all-MiniLM-L6-v2 on candle, CPU, offline) with features of meaning; the default when no
 //!   key is configured and its files are installed (`cargo xtask fetch-model`).
-//! - [`offline::OfflineLexical`]: deterministic, microseconds, no network; the default when
-//!   neither a key nor the embedding model's files are there. Its features, fitted weights and calibration are documented in
-//!   [`offline`] and its quality in `docs/DECISION-QUALITY.md`.
+//! - [`OfflineLexical`]: deterministic, microseconds, no network; the default when
+//!   neither a key nor the embedding model's files are there. Its features, fitted weights and
+//!   calibration are documented in `offline` (feature `eval`) and its quality in
+//!   `docs/DECISION-QUALITY.md`.
 //! - [`factory::build_decision_model`]: picks one from the settings, the keys of [`config`]
 //!   and the environment, and says why.
-//! - [`eval`]: the metrics `cargo xtask eval-decision` prints.
-//! - [`sessions`]: labelled research sessions and the decision states the engine sends after
-//!   each of their turns.
+//! - `eval`, `sessions`, `tuning` (feature `eval`): the metrics `cargo xtask eval-decision`
+//!   prints, the labelled research sessions and the decision states the engine sends after
+//!   each of their turns, and `compaction tune`'s threshold choice.
 //! - [`http`]: the HTTP plumbing every remote adapter in the workspace shares (the summarizer
 //!   crate uses it too): one JSON POST, a bearer key, one timeout, typed status errors.
 //!
@@ -27,6 +28,10 @@
 //!   choice is then a [`FactoryError::NotBuilt`] naming the feature), the reply parsers, the
 //!   evaluation and the pure half of [`http`] (keys, errors, URLs, redaction): no reqwest,
 //!   no TLS, no tokio (`cargo xtask verify` checks it).
+//! - `eval` (**unstable, outside semver**): the evaluation (`eval`, `sessions`, `tuning`) and
+//!   the fitted internals of both local models (`offline`'s features, cue lists and
+//!   constants; `embedding::features` and `embedding::head`), for xtask, the fit examples and
+//!   `compaction tune`. Without it a refit changes no public item.
 //! - `embedding`: the local sentence-embedding model, on candle and tokenizers (pure Rust,
 //!   no C++, no downloads). Without it `local` and `auto` fall back to the lexical model and
 //!   `embedding` is a [`FactoryError::NotBuilt`].
@@ -78,15 +83,31 @@ pub mod config;
 pub mod decisions;
 pub mod embedding;
 pub mod error;
+#[cfg(feature = "eval")]
 pub mod eval;
+#[cfg(not(feature = "eval"))]
+#[allow(dead_code, unreachable_pub)]
+mod eval;
 #[cfg(feature = "http")]
 mod exchange;
 pub mod factory;
 pub mod http;
+#[cfg(feature = "eval")]
 pub mod offline;
+#[cfg(not(feature = "eval"))]
+#[allow(dead_code, unreachable_pub)]
+mod offline;
 pub mod openai_decisions;
+#[cfg(feature = "eval")]
 pub mod sessions;
+#[cfg(not(feature = "eval"))]
+#[allow(dead_code, unreachable_pub)]
+mod sessions;
+#[cfg(feature = "eval")]
 pub mod tuning;
+#[cfg(not(feature = "eval"))]
+#[allow(dead_code, unreachable_pub)]
+mod tuning;
 
 #[cfg(feature = "http")]
 pub use chat::ChatLogprobsJudge;

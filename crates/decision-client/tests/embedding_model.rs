@@ -11,7 +11,7 @@ use compaction_core::{DecisionModel, DecisionState, ProbeRequest, Settings};
 use decision_client::embedding::files::{
     MODEL_FILES, ModelDir, WEIGHTS_BYTES, WEIGHTS_FILE, resolve,
 };
-use decision_client::embedding::{EmbeddingModel, Encoder, features::cosine};
+use decision_client::embedding::{EmbeddingModel, Encoder, cosine};
 use decision_client::{AdapterChoice, DecisionConfig, build_decision_model, process_env};
 
 /// The installed model directory, or `None` (with a SKIPPED line) outside CI.

@@ -1,7 +1,7 @@
 //! Fits the embedding decision model's head and reports leave-one-session-out figures.
 //!
 //! ```text
-//! cargo run --release -p adaptive-compaction-decision-client --features embedding \
+//! cargo run --release -p adaptive-compaction-decision-client --features embedding,eval \
 //!     --example fit_embedding_model -- [--write] [--search] [--cases FILE] [--sessions DIR]... [--model-dir DIR]
 //! ```
 //!
@@ -423,7 +423,7 @@ fn main() -> ExitCode {
     );
     let names: Vec<&str> = data.sessions.iter().map(|(n, _)| n.as_str()).collect();
     let note = format!(
-        "// Fitted by `cargo run --release -p adaptive-compaction-decision-client --features embedding\n// --example fit_embedding_model -- --write`: weights on {} TIAGE train cases + sessions\n// {names:?} (weight {SESSION_WEIGHT}, L2 {L2}), Platt on {} TIAGE dev cases + the same sessions.\n// TIAGE test AUC {test_auc:.3}.\n",
+        "// Fitted by `cargo run --release -p adaptive-compaction-decision-client --features embedding,eval\n// --example fit_embedding_model -- --write`: weights on {} TIAGE train cases + sessions\n// {names:?} (weight {SESSION_WEIGHT}, L2 {L2}), Platt on {} TIAGE dev cases + the same sessions.\n// TIAGE test AUC {test_auc:.3}.\n",
         data.train.len(),
         data.dev.len()
     );

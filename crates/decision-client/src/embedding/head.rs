@@ -3,7 +3,7 @@
 //! context: research sessions and chit-chat have different base rates of pivots). Fitted by logistic regression (L2) on the TIAGE **train** split plus the
 //! labelled research sessions, Platt's A and B on the TIAGE **dev** split plus the same
 //! sessions; the TIAGE test split is never read by the fit. Reproducible with
-//! `cargo run --release -p adaptive-compaction-decision-client --features embedding --example
+//! `cargo run --release -p adaptive-compaction-decision-client --features embedding,eval --example
 //! fit_embedding_model -- --write` (docs/DECISION-QUALITY.md has the leave-one-session-out
 //! figures: each session scored by a head fitted without it).
 
@@ -11,7 +11,7 @@ use super::features::N_FEATURES;
 use crate::offline::sigmoid;
 
 // FITTED-CONSTANTS-BEGIN
-// Fitted by `cargo run --release -p adaptive-compaction-decision-client --features embedding
+// Fitted by `cargo run --release -p adaptive-compaction-decision-client --features embedding,eval
 // --example fit_embedding_model -- --write`: weights on 1177 TIAGE train cases + sessions
 // ["clinpharm-anticoag", "epi-wastewater", "genomics-polygenic", "glaciology-antarctic", "hydro-groundwater", "materials-battery-recycling", "nlp-lowresource-mt", "archaeo-radiocarbon", "astro-exoplanets", "ecology-pollinators", "neuro-fmri"] (weight 5, L2 0.0001), Platt on 397 TIAGE dev cases + the same sessions.
 // TIAGE test AUC 0.827.

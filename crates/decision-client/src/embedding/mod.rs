@@ -19,15 +19,23 @@
 
 #[cfg(feature = "embedding")]
 pub mod encoder;
+#[cfg(feature = "eval")]
 pub mod features;
+#[cfg(not(feature = "eval"))]
+#[allow(dead_code, unreachable_pub)]
+mod features;
 pub mod files;
+#[cfg(feature = "eval")]
 pub mod head;
+#[cfg(not(feature = "eval"))]
+#[allow(dead_code, unreachable_pub)]
+mod head;
 #[cfg(feature = "embedding")]
 mod model;
 
 #[cfg(feature = "embedding")]
 pub use encoder::Encoder;
-pub use features::{StateVectors, TurnVectors};
+pub use features::{StateVectors, TurnVectors, cosine};
 pub use files::{ModelDir, ModelFileError};
 #[cfg(feature = "embedding")]
 pub use model::{EmbeddingModel, VectorCache, state_vectors};

@@ -83,7 +83,7 @@ pub const FITTED_FEATURES: [&str; N_FEATURES] = [
 ];
 
 // FITTED-CONSTANTS-BEGIN
-// Fitted by `cargo run -p adaptive-compaction-decision-client --example fit_offline_model`: weights on 1177 TIAGE
+// Fitted by `cargo run -p adaptive-compaction-decision-client --features eval --example fit_offline_model`: weights on 1177 TIAGE
 // train cases + sessions ["neuro-fmri", "ecology-pollinators"] (weight 30), Platt on 397 TIAGE dev
 // cases + sessions ["astro-exoplanets"] (weight 30).
 /// Fitted weights, same order as [`FITTED_FEATURES`].
