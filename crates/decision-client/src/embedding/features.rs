@@ -263,6 +263,15 @@ mod tests {
     }
 
     #[test]
+    fn one_name_per_feature_in_two_blocks() {
+        let names = feature_names();
+        assert_eq!(names.len(), N_FEATURES);
+        assert_eq!(names[0], "chat.sim_prev_query");
+        assert_eq!(names[N_BASE], "research.sim_prev_query");
+        assert_eq!(names[N_FEATURES - 1], "research_context");
+    }
+
+    #[test]
     fn cosine_and_centroid_by_hand() {
         assert!((cosine(&[1.0, 0.0], &[1.0, 1.0]) - 0.5f64.sqrt()).abs() < 1e-6);
         assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
