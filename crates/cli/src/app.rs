@@ -102,6 +102,29 @@ enum Command {
         #[arg(long, value_name = "VAR", conflicts_with = "db")]
         db_env: Option<String>,
     },
+    /// Lossless recall (read-only): search a session's raw events, or print the original
+    /// events of a compaction or a turn range verbatim.
+    Recall {
+        #[command(flatten)]
+        target: SessionArgs,
+        #[command(flatten)]
+        what: RecallArgs,
+        /// At most N hits (1 to 100; default 10).
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Print a JSON list of hits `{turn, event_id, author, timestamp, snippet, text,
+        /// covered_by}` instead of the listing.
+        #[arg(long)]
+        json: bool,
+        /// Database: a SQLite file or a PostgreSQL URL postgres://user@host:port/dbname
+        /// (read-only: nothing is written).
+        #[arg(long, value_name = "PATH|URL", value_parser = crate::database::parse_db, required_unless_present = "db_env")]
+        db: Option<DbArg>,
+        /// Read the PostgreSQL URL from the environment variable VAR (for a URL that holds a
+        /// password).
+        #[arg(long, value_name = "VAR", conflicts_with = "db")]
+        db_env: Option<String>,
+    },
     /// List the decisions shadow mode recorded for a session (`adaptive_compaction_shadow`).
     Decisions {
         #[command(flatten)]
@@ -235,6 +258,22 @@ struct AdapterArgs {
     config: Option<PathBuf>,
     #[command(flatten)]
     otlp: OtlpArgs,
+}
+
+/// What `recall` brings back: exactly one of a search, a compaction or a turn range.
+#[derive(Debug, clap::Args)]
+#[group(required = true, multiple = false)]
+struct RecallArgs {
+    /// Search the raw events for these words (every word must occur; punctuation and FTS
+    /// operators are plain text).
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    query: Option<String>,
+    /// Print the original events this compaction event covers, verbatim.
+    #[arg(long, value_name = "ID")]
+    compaction: Option<String>,
+    /// Print the events of turns A..B (1-based, inclusive), verbatim.
+    #[arg(long, value_name = "A..B", value_parser = crate::recall::parse_turns)]
+    turns: Option<(usize, usize)>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -412,6 +451,27 @@ async fn run(cli: Cli, registry: &Registry) -> Result<(), CliError> {
             db_env,
             check,
         } => inspect(&target, Database::required(db, db_env)?, check).await,
+        Command::Recall {
+            target,
+            what,
+            limit,
+            json,
+            db,
+            db_env,
+        } => {
+            let key = SessionKey::new(target.app, target.user, target.session);
+            let what = match (what.query, what.compaction, what.turns) {
+                (Some(q), _, _) => crate::recall::Target::Query(q),
+                (_, Some(id), _) => crate::recall::Target::Compaction(id),
+                (_, _, Some((a, b))) => crate::recall::Target::Turns(a, b),
+                _ => {
+                    return Err(CliError::Config(
+                        "give --query, --compaction or --turns".into(),
+                    ));
+                }
+            };
+            crate::recall::recall(key, Database::required(db, db_env)?, what, limit, json).await
+        }
         Command::Decisions { target, db, json } => decisions(&target, db, json),
         Command::Tune {
             target,
@@ -472,7 +532,7 @@ pub(crate) fn open_store(db: &std::path::Path) -> Result<Arc<SqliteStore>, CliEr
 }
 
 /// An existing session database, opened by its detected layout.
-enum ExistingStore {
+pub(crate) enum ExistingStore {
     /// This project's native store.
     Native(Arc<SqliteStore>),
     /// A Google ADK sessions database, operated on in place.
@@ -484,7 +544,7 @@ enum ExistingStore {
 }
 
 impl ExistingStore {
-    fn port(&self) -> Arc<dyn compaction_core::SessionStore> {
+    pub(crate) fn port(&self) -> Arc<dyn compaction_core::SessionStore> {
         match self {
             ExistingStore::Native(s) => s.clone(),
             ExistingStore::Adk(s) => s.clone(),
@@ -496,7 +556,7 @@ impl ExistingStore {
 
 /// How a command uses an existing database.
 #[derive(Clone, Copy)]
-enum Access {
+pub(crate) enum Access {
     /// `evaluate`: may append (and migrate an older native file); damage is checked first.
     Write,
     /// `inspect`: read-only, never migrates, leaves no `-wal`/`-shm` behind.
@@ -505,7 +565,10 @@ enum Access {
 
 /// Opens an existing database: a SQLite file (see [`open_existing_file`]) or the store on
 /// PostgreSQL (refused, untouched, when the database holds none; read-only for `inspect`).
-async fn open_existing(db: &Database, access: Access) -> Result<ExistingStore, CliError> {
+pub(crate) async fn open_existing(
+    db: &Database,
+    access: Access,
+) -> Result<ExistingStore, CliError> {
     match db {
         Database::File(path) => {
             if !path.exists() {

@@ -27,8 +27,13 @@ mod app;
 #[allow(clippy::print_stderr, clippy::print_stdout)]
 mod database;
 #[cfg(feature = "http")]
+mod descriptors;
+#[cfg(feature = "http")]
 #[allow(clippy::print_stderr, clippy::print_stdout)]
 mod error;
+#[cfg(feature = "http")]
+#[allow(clippy::print_stderr, clippy::print_stdout)]
+mod recall;
 #[cfg(feature = "http")]
 #[allow(clippy::print_stderr, clippy::print_stdout)]
 mod render;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use service::http::{
-    CoordinatorConfig, GuardOptions, Limits, ServeOptions, Server, Token, select_coordinator,
-    shutdown_signal,
+    CoordinatorConfig, GuardOptions, Limits, OpenTurnSweep, ServeOptions, Server, Token,
+    select_coordinator, shutdown_signal,
 };
 use service::{LaneConfig, Lanes};
 
@@ -41,8 +41,9 @@ pub(crate) struct LimitArgs {
     /// A request body must arrive within this (seconds; 408 after it).
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     body_timeout: f64,
-    /// At most this many connections at once; more wait in the kernel's backlog.
-    #[arg(long, value_name = "N", default_value_t = 512)]
+    /// At most this many connections at once (lowered, with a note, to what the process's
+    /// file limit allows after raising it to the hard limit); more wait in the kernel's backlog.
+    #[arg(long, value_name = "N", default_value_t = 4096)]
     max_connections: usize,
     /// A reply event must reach a client within this (seconds); a reader that stops reading
     /// ends its turn as a partial reply.
@@ -55,10 +56,16 @@ pub(crate) struct LimitArgs {
     /// remains is cancelled (partial replies stored) and the process exits.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     grace: f64,
+    /// At start, a turn left without a reply (a crash mid-stream) is closed by an `interrupted`
+    /// reply when its session had no append for this long (seconds; a reply another replica
+    /// streams for longer would be closed too).
+    #[arg(long, value_name = "SECONDS", default_value_t = service::http::DEFAULT_QUIET_FOR.as_secs_f64())]
+    open_turn_quiet: f64,
 }
 
 impl LimitArgs {
-    fn limits(&self) -> Result<Limits, CliError> {
+    /// The limits, with the connection cap `cap` (the flag's, within the descriptor budget).
+    fn limits(&self, cap: usize) -> Result<Limits, CliError> {
         let seconds = |flag: &str, v: f64| {
             if v.is_finite() && v > 0.0 && v <= 86_400.0 {
                 Ok(Duration::from_secs_f64(v))
@@ -73,11 +80,12 @@ impl LimitArgs {
                 "--max-connections must be at least 1".to_owned(),
             ));
         }
+        seconds("open-turn-quiet", self.open_turn_quiet)?;
         let upstream = seconds("upstream-timeout", self.upstream_timeout)?;
         Ok(Limits::default()
             .header_read(seconds("header-timeout", self.header_timeout)?)
             .body_read(seconds("body-timeout", self.body_timeout)?)
-            .max_connections(self.max_connections)
+            .max_connections(cap)
             .write(seconds("write-timeout", self.write_timeout)?)
             .upstream(upstream, upstream)
             .grace(seconds("grace", self.grace)?))
@@ -133,7 +141,7 @@ fn access(args: &AccessArgs, addr: SocketAddr) -> Result<(GuardOptions, TokenSou
             Some(a) if !a.is_empty() && !a.contains('/') => guard = guard.cors_origin(origin),
             _ => {
                 return Err(CliError::Config(format!(
-                    "--cors-origin must be an origin such as http://localhost:3000 (scheme, host,                      optional port; no path), got {origin:?}"
+                    "--cors-origin must be an origin such as http://localhost:3000 (scheme, host, optional port; no path), got {origin:?}"
                 )));
             }
         }
@@ -143,7 +151,7 @@ fn access(args: &AccessArgs, addr: SocketAddr) -> Result<(GuardOptions, TokenSou
             let value = std::env::var(var).unwrap_or_default();
             let token = Token::new(value).ok_or_else(|| {
                 CliError::Config(format!(
-                    "--token-env {var}: the variable must hold a token of letters, digits, `-`,                      `_`, `.` or `~` (it is unset, empty or holds other characters)"
+                    "--token-env {var}: the variable must hold a token of letters, digits, `-`, `_`, `.` or `~` (it is unset, empty or holds other characters)"
                 ))
             })?;
             (Some(token), TokenSource::Env(var.clone()))
@@ -178,11 +186,11 @@ fn generate_token() -> Result<Token, CliError> {
 fn access_line(guard: &GuardOptions, source: &TokenSource, addr: SocketAddr) -> String {
     match (source, &guard.token) {
         (TokenSource::Generated, Some(token)) => format!(
-            "access: token required; log in at http://{addr}/?token={} (generated for this run;              API clients send Authorization: Bearer <token>)",
+            "access: token required; log in at http://{addr}/?token={} (generated for this run; API clients send Authorization: Bearer <token>)",
             token.expose()
         ),
         (TokenSource::Env(var), Some(_)) => format!(
-            "access: token required (from ${var}); log in at http://{addr}/?token=<token>, API              clients send Authorization: Bearer <token>"
+            "access: token required (from ${var}); log in at http://{addr}/?token=<token>, API clients send Authorization: Bearer <token>"
         ),
         _ => "access: loopback only, no token (same-origin writes with JSON bodies)".to_owned(),
     }
@@ -256,7 +264,9 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
         LaneConfig::default().max_wait(Duration::from_secs_f64(args.max_wait_secs)),
     );
     let (guard, token_source) = access(&args.access, args.addr)?;
-    let limits = args.limits.limits()?;
+    let budget = crate::descriptors::raise();
+    let (cap, lowered) = crate::descriptors::connection_cap(args.limits.max_connections, budget);
+    let limits = args.limits.limits(cap)?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| CliError::Other(format!("cannot listen on {}: {e}", args.addr)))?;
@@ -276,14 +286,29 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
             .hide(span_config.hide_inputs, span_config.hide_outputs)
             .shutdown_bound(limits.grace),
     );
+    let quiet = Duration::from_secs_f64(args.limits.open_turn_quiet);
+    let open_turns = match server.close_open_turns(quiet).await {
+        Ok(OpenTurnSweep::Done { listed, closed }) => format!(
+            "open turns: {closed} left by a crash closed as interrupted ({listed} sessions \
+             listed as open with no append for {} s)",
+            quiet.as_secs_f64()
+        ),
+        Ok(_) => "open turns: this store cannot list its sessions; a turn left open is closed \
+                  before its session's next turn"
+            .to_owned(),
+        Err(e) => format!(
+            "open turns: not swept at start ({e}); each is closed before its session's next turn"
+        ),
+    };
     let preferences = watch_settings(&server, args.config.clone());
     println!(
-        "coordinator: {} | {}\ndatabase: {}\npreferences: {preferences}\n{}\nlistening on http://{addr} \
+        "coordinator: {} | {}\ndatabase: {}\npreferences: {preferences}\n{}\n{}\n{open_turns}\nlistening on http://{addr} \
          (open it in a browser for the chat and preferences page; Ctrl-C or SIGTERM to stop)",
         server.coordinator(),
         wiring.banner(),
         opened.shown(&args.db),
         access_line(&guard, &token_source, addr),
+        crate::descriptors::banner(cap, budget, lowered.as_deref()),
     );
     let drained = server
         .serve(listener, shutdown_signal())

@@ -748,6 +748,19 @@ impl Engine {
         }
     }
 
+    /// The session's turn number of the plan's first turn, when the store can count the
+    /// turns before it; a store failure only costs the summary its turn pointers.
+    async fn first_turn(&self, session: &Session, plan: &CompactionPlan) -> Option<usize> {
+        let first = plan.slice.first()?;
+        match self.store.turns_before(&session.key, first.timestamp).await {
+            Ok(count) => count.map(|n| n + 1),
+            Err(e) => {
+                tracing::debug!(failure = %scrub(&e.to_string()), "turn numbers unknown");
+                None
+            }
+        }
+    }
+
     async fn compact(
         &self,
         session: &Session,
@@ -761,7 +774,8 @@ impl Engine {
             plan.previous.as_ref().map(|p| p.summary.clone()),
             plan.new_turns_text(),
             plan.turns.clone(),
-        );
+        )
+        .with_first_turn(self.first_turn(session, plan).await);
         let info = self.summarizer.info();
         let span = self.telemetry.start_summarize(&SummarizeStart {
             model: &info,

@@ -111,17 +111,24 @@ pub fn coordinator_prompt_tokens<'a>(
 /// Computes the gate's input from a whole history (rewinds applied, scoped events ignored).
 pub fn gate_input(events: &[Event]) -> GateInput {
     let view = coordinator_view(events);
-    let since = match live_compaction_index(&view) {
-        Some(i) => &view[i + 1..],
-        None => &view[..],
-    };
-    let mut tracker = crate::history::TurnTracker::default();
-    for event in since {
-        tracker.observe(event);
-    }
+    let tracker = tracker_since_live(&view);
     GateInput {
         completed_turns_since_compaction: usize::try_from(tracker.completed())
             .unwrap_or(usize::MAX),
         coordinator_prompt_tokens: coordinator_prompt_tokens(view.iter().copied()),
     }
+}
+
+/// The turn tracker over the coordinator view `view` since its live compaction: what a
+/// store's gate header holds.
+pub(crate) fn tracker_since_live(view: &[&Event]) -> crate::history::TurnTracker {
+    let since = match live_compaction_index(view) {
+        Some(i) => &view[i + 1..],
+        None => view,
+    };
+    let mut tracker = crate::history::TurnTracker::default();
+    for event in since {
+        tracker.observe(event);
+    }
+    tracker
 }

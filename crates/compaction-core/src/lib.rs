@@ -42,6 +42,7 @@ pub mod history;
 pub mod plan;
 pub mod ports;
 pub mod probe;
+pub mod recall;
 pub mod scrub;
 pub mod session;
 pub mod settings;
@@ -87,6 +88,8 @@ pub use ports::{
     Telemetry, TokenUsage,
 };
 pub use probe::{Probability, ProbeRequest, RUBRIC, Verdict, verdict};
+pub use recall::scan::ExpandError;
+pub use recall::{RecallHit, RecallQuery, RecallQueryError, RecalledEvent};
 pub use session::{Revision, Session, SessionKey};
 pub use settings::{ClampWarning, EffectiveSettings, Settings, SettingsError};
 pub use state::{DecisionState, extract_decision_state};

@@ -17,6 +17,8 @@ use crate::failure::{Failure, FailureKind};
 use crate::gate::{GateInput, gate_input};
 use crate::plan::TurnDigest;
 use crate::probe::{Probability, ProbeRequest, Verdict};
+use crate::recall::scan::{self, ExpandError};
+use crate::recall::{RecallHit, RecallQuery, RecalledEvent};
 use crate::session::{Revision, Session, SessionKey};
 use crate::time::Timestamp;
 
@@ -128,6 +130,10 @@ pub struct SummaryRequest {
     pub new_turns_text: String,
     /// The new turns, digested.
     pub turns: Vec<TurnDigest>,
+    /// The session's turn number (1-based) of `turns[0]`, when the store could count it
+    /// ([`SessionStore::turns_before`]): `turns[i]` is turn `first_turn + i`, so a summary's
+    /// sections can name the turns they came from ("turn 7"), which recall expands.
+    pub first_turn: Option<usize>,
 }
 
 impl SummaryRequest {
@@ -146,7 +152,14 @@ impl SummaryRequest {
             previous_summary,
             new_turns_text: new_turns_text.into(),
             turns,
+            first_turn: None,
         }
+    }
+
+    /// The session's turn number of the first new turn (builder style).
+    pub fn with_first_turn(mut self, first_turn: Option<usize>) -> Self {
+        self.first_turn = first_turn;
+        self
     }
 }
 
@@ -248,6 +261,15 @@ pub enum StoreError {
         /// The refused event's timestamp.
         offered: Timestamp,
     },
+    /// An expansion named a compaction or turns the session does not have.
+    #[error("session {key}: {error}")]
+    Expand {
+        /// The session.
+        key: SessionKey,
+        /// What was missing.
+        #[source]
+        error: ExpandError,
+    },
     /// The backend failed. Classify it with [`crate::classified`] (locked, corrupt, …).
     #[error(transparent)]
     Backend(AdapterError),
@@ -261,6 +283,7 @@ impl StoreError {
             StoreError::NotFound(_) => FailureKind::NotFound,
             StoreError::AlreadyExists(_) => FailureKind::AlreadyExists,
             StoreError::NonIncreasingTimestamp { .. } => FailureKind::NonIncreasingTimestamp,
+            StoreError::Expand { .. } => FailureKind::NotFound,
             StoreError::Backend(e) => crate::failure::failure_kind(e.as_ref()),
         }
     }
@@ -443,6 +466,74 @@ pub trait SessionStore: Send + Sync {
     async fn decisions(&self, key: &SessionKey) -> Result<Vec<DecisionRecord>, StoreError> {
         let _ = key;
         Ok(Vec::new())
+    }
+
+    /// Lossless recall: the session's raw events `query` matches (see [`crate::recall`] for
+    /// what is searched), best first, at most `limit`. The default scans the whole history
+    /// ([`scan::search_history`]); a store with a text index answers from it.
+    async fn search(
+        &self,
+        key: &SessionKey,
+        query: &RecallQuery,
+        limit: usize,
+    ) -> Result<Vec<RecallHit>, StoreError> {
+        let session = self.load(key).await?;
+        Ok(scan::search_history(&session.events, query, limit))
+    }
+
+    /// The events the compaction event `compaction_id` covers, verbatim and in order
+    /// ([`scan::expand_compaction`]); [`StoreError::Expand`] when the view has no such
+    /// compaction.
+    async fn expand(
+        &self,
+        key: &SessionKey,
+        compaction_id: &str,
+    ) -> Result<Vec<RecalledEvent>, StoreError> {
+        let session = self.load(key).await?;
+        scan::expand_compaction(&session.events, compaction_id).map_err(|error| {
+            StoreError::Expand {
+                key: key.clone(),
+                error,
+            }
+        })
+    }
+
+    /// The coordinator view's events of turns `first..=last` (1-based), verbatim and in
+    /// order ([`scan::expand_turns`]); [`StoreError::Expand`] when the range is empty or
+    /// reaches past the session's turns.
+    async fn expand_turns(
+        &self,
+        key: &SessionKey,
+        first: usize,
+        last: usize,
+    ) -> Result<Vec<RecalledEvent>, StoreError> {
+        let session = self.load(key).await?;
+        scan::expand_turns(&session.events, first, last).map_err(|error| StoreError::Expand {
+            key: key.clone(),
+            error,
+        })
+    }
+
+    /// How many turns of the coordinator view start before `ts` (see [`crate::recall`] for
+    /// turn numbers), so that a summary can name its turns; `None` when the store cannot
+    /// count them cheaply (the default). The engine asks once per compaction.
+    async fn turns_before(
+        &self,
+        key: &SessionKey,
+        ts: Timestamp,
+    ) -> Result<Option<usize>, StoreError> {
+        let _ = (key, ts);
+        Ok(None)
+    }
+
+    /// Sessions whose newest turn is open (a query whose reply has not completed it, the gate
+    /// header's [`crate::OpenTurn::Open`]) and to which nothing was appended before `before`:
+    /// what a crash may have left open, for a service to close at start. The answer may hold
+    /// more than that (an errored turn is open too): the caller checks each session's context.
+    /// `None` when the store cannot list its sessions (the default).
+    async fn open_turns(&self, before: Timestamp) -> Result<Option<Vec<SessionKey>>, StoreError> {
+        let _ = before;
+        Ok(None)
     }
 
     /// Appends `event` if the session is still at `expected`; returns the new revision, or

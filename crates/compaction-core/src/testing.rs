@@ -418,6 +418,35 @@ impl SessionStore for InMemoryStore {
         Ok(lock(&self.decisions).get(key).cloned().unwrap_or_default())
     }
 
+    /// The oracle of the port's `open_turns`: the turn tracker over each session's view since
+    /// its live compaction, and the newest event's timestamp for "nothing appended since".
+    async fn open_turns(&self, before: Timestamp) -> Result<Option<Vec<SessionKey>>, StoreError> {
+        let sessions = lock(&self.sessions);
+        let mut open: Vec<SessionKey> = sessions
+            .values()
+            .filter(|session| {
+                let view = crate::history::coordinator_view(&session.events);
+                let tracker = crate::gate::tracker_since_live(&view);
+                let quiet = session.events.last().is_some_and(|e| e.timestamp < before);
+                tracker.open == crate::history::OpenTurn::Open && quiet
+            })
+            .map(|session| session.key.clone())
+            .collect();
+        open.sort_by_key(ToString::to_string);
+        Ok(Some(open))
+    }
+
+    async fn turns_before(
+        &self,
+        key: &SessionKey,
+        ts: Timestamp,
+    ) -> Result<Option<usize>, StoreError> {
+        let session = self
+            .get(key)
+            .ok_or_else(|| StoreError::NotFound(key.clone()))?;
+        Ok(Some(crate::recall::scan::turns_before(&session.events, ts)))
+    }
+
     async fn load(&self, key: &SessionKey) -> Result<Session, StoreError> {
         self.loads.fetch_add(1, Ordering::SeqCst);
         self.get(key)

@@ -2,7 +2,7 @@
 
 import { json, sessionPath } from "./api.js";
 import { Chat } from "./chat.js";
-import { renderChart, renderContext } from "./drawer.js";
+import { renderChart, renderContext, wireSearch } from "./drawer.js";
 import { Preferences } from "./prefs.js";
 
 const $ = (id) => document.getElementById(id);
@@ -27,7 +27,7 @@ async function refresh(session) {
   ]);
   if (chat.session !== session) return;
   chat.showTokens(tokens);
-  renderContext(data);
+  renderContext(data, sessionPath(session));
   renderChart(tokens);
 }
 
@@ -39,6 +39,7 @@ const prefs = new Preferences();
 
 $("tab-context").addEventListener("click", () => showPanel("context"));
 $("tab-prefs").addEventListener("click", () => showPanel("prefs"));
+wireSearch(() => (chat.session ? sessionPath(chat.session) : null));
 chat.loadSessions();
 prefs.start();
 document.body.dataset.ready = "true";

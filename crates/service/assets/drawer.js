@@ -1,6 +1,9 @@
 // The context drawer: the assembled context for the next turn (the rolling summary, then
-// the retained turns), the compaction history with subsumed entries marked, and a chart of
-// prompt tokens per turn with and without compaction (inline SVG).
+// the retained turns), the compaction history with subsumed entries marked (each can show
+// the original turns it folded), a search of the session's history (lossless recall), and a
+// chart of prompt tokens per turn with and without compaction (inline SVG).
+
+import { json } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
@@ -18,7 +21,68 @@ function svg(tag, attributes) {
   return e;
 }
 
-export function renderContext(session) {
+/** A snippet with its `**matched**` words as <mark> elements (text nodes only). */
+function marked(snippet) {
+  const text = el("div", "text");
+  snippet.split("**").forEach((part, i) => {
+    if (i % 2 === 1) text.append(el("mark", "", part));
+    else text.append(document.createTextNode(part));
+  });
+  return text;
+}
+
+function where(turn, coveredBy) {
+  const at = turn === null ? "before turn 1" : `turn ${turn}`;
+  return coveredBy ? `${at} · folded` : `${at} · verbatim in context`;
+}
+
+/** Fetches and lists, under `li`, the original events the compaction `eventId` covers. */
+async function showOriginal(li, path, eventId, button) {
+  button.disabled = true;
+  const list = el("ol", "original-turns");
+  try {
+    const data = await json(`${path}/compactions/${encodeURIComponent(eventId)}/turns`);
+    for (const item of data.events) {
+      const row = el("li", "original");
+      row.append(el("div", "who", `${where(item.turn, item.covered_by)} · ${item.event.author}`), el("div", "text", item.text));
+      list.append(row);
+    }
+    if (!data.events.length) list.append(el("li", "muted", "No events in this range."));
+  } catch (error) {
+    list.append(el("li", "problem", error.message));
+  }
+  li.append(list);
+  button.remove();
+}
+
+/** Searches the session at `path()` for the form's words and lists the hits. */
+export function wireSearch(path) {
+  $("recall-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const hits = $("recall-hits");
+    const status = $("recall-status");
+    hits.replaceChildren();
+    const at = path();
+    if (!at) {
+      status.textContent = "Start a conversation first.";
+      return;
+    }
+    const q = $("recall-query").value;
+    try {
+      const data = await json(`${at}/recall?q=${encodeURIComponent(q)}&limit=20`);
+      status.textContent = `${data.hits.length} hit${data.hits.length === 1 ? "" : "s"}`;
+      for (const hit of data.hits) {
+        const li = el("li", hit.covered_by ? "hit folded" : "hit");
+        li.append(el("div", "who", `${where(hit.turn, hit.covered_by)} · ${hit.author}`), marked(hit.snippet));
+        hits.append(li);
+      }
+    } catch (error) {
+      status.textContent = error.message;
+    }
+  });
+}
+
+export function renderContext(session, path) {
   const entries = $("context-entries");
   entries.replaceChildren();
   for (const entry of session.context) {
@@ -41,6 +105,10 @@ export function renderContext(session) {
       el("span", "label", c.subsumed ? "subsumed" : "live"),
       el("span", "", ` #${i + 1}: ${c.summary_chars} characters, turns from ${new Date(c.start_timestamp * 1000).toLocaleTimeString("en-GB")} to ${new Date(c.end_timestamp * 1000).toLocaleTimeString("en-GB")}`),
     );
+    const show = el("button", "show-turns", "show the original turns");
+    show.type = "button";
+    show.addEventListener("click", () => showOriginal(li, path, c.event_id, show));
+    li.append(show);
     history.append(li);
   });
   if (!session.compaction_history.length) history.append(el("li", "muted", "No compaction yet."));

@@ -830,6 +830,58 @@ async fn a_research_conversation_streams_compacts_and_shows_its_context() {
             subsumed.len(),
             history.iter().filter(|c| c.subsumed).count()
         );
+        // Lossless recall: a compaction's original turns, verbatim, and the history search.
+        let live_id = &live.event_id;
+        let expanded = running.store.expand(&key, live_id).await.expect("expand");
+        let button = wait_xpath(
+            &browser,
+            "//ol[@id='history']/li[contains(@class,'live')]\
+             //button[contains(., 'show the original turns')]",
+        )
+        .await;
+        button.click().await.expect("show the original turns");
+        wait_css(&browser, "#history li.live ol.original-turns li.original").await;
+        let originals = browser
+            .find_all(Locator::Css(
+                "#history li.live ol.original-turns li.original .text",
+            ))
+            .await
+            .expect("originals");
+        assert_eq!(originals.len(), expanded.len());
+        let first = originals[0].text().await.expect("first original");
+        assert_eq!(first, RESEARCH[0]);
+        let query = compaction_core::RecallQuery::parse("plating").expect("query");
+        let hits = running
+            .store
+            .search(&key, &query, 20)
+            .await
+            .expect("search");
+        assert!(hits.iter().any(|h| h.covered_by.is_some()), "{hits:?}");
+        type_into(&browser, "#recall-query", "plating").await;
+        wait_css(&browser, "#recall-search")
+            .await
+            .click()
+            .await
+            .expect("search");
+        wait_css(&browser, "#recall-hits li.hit.folded mark").await;
+        let shown = browser
+            .find_all(Locator::Css("#recall-hits li.hit"))
+            .await
+            .expect("hits");
+        assert_eq!(shown.len(), hits.len());
+        let mark = wait_css(&browser, "#recall-hits li.hit mark").await;
+        assert_eq!(mark.text().await.expect("mark").to_lowercase(), "plating");
+        browser
+            .execute(
+                "document.getElementById('recall-status').scrollIntoView({block: 'start'});",
+                vec![],
+            )
+            .await
+            .expect("scroll to the hits");
+        screenshot(
+            "recall.png",
+            &browser.screenshot().await.expect("screenshot"),
+        );
         wait_css(&browser, "#token-chart svg polyline.series.with").await;
         wait_css(&browser, "#token-chart svg polyline.series.without").await;
         screenshot(

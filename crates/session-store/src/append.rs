@@ -155,8 +155,8 @@ impl SqliteStore {
                     body,
                 ])
             });
-        match inserted {
-            Ok(_) => Ok(()),
+        match inserted.and_then(|_| crate::recall::index_event(tx, pk, seq, event)) {
+            Ok(()) => Ok(()),
             Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
                 Err(SessionStoreError::DuplicateEvent {
                     path: self.path().to_path_buf(),

@@ -115,6 +115,17 @@ pub enum SessionStoreError {
         /// The session.
         key: SessionKey,
     },
+    /// A recall expansion named a compaction or turns the session does not have.
+    #[error("{}: session {key}: {error}", path.display())]
+    Expand {
+        /// The database file.
+        path: PathBuf,
+        /// The session.
+        key: Box<SessionKey>,
+        /// What was missing.
+        #[source]
+        error: compaction_core::ExpandError,
+    },
     /// A session with this key already exists.
     #[error("{}: session {key} already exists", path.display())]
     AlreadyExists {
@@ -367,7 +378,9 @@ impl SessionStoreError {
             | SessionStoreError::AdkLegacySchema { .. }
             | SessionStoreError::AdkBadTime { .. } => FailureKind::StoreCorrupt,
             SessionStoreError::Stale { .. } => FailureKind::Stale,
-            SessionStoreError::NotFound { .. } => FailureKind::NotFound,
+            SessionStoreError::NotFound { .. } | SessionStoreError::Expand { .. } => {
+                FailureKind::NotFound
+            }
             #[cfg(feature = "postgres")]
             SessionStoreError::PostgresNoStore { .. } => FailureKind::NotFound,
             SessionStoreError::AlreadyExists { .. } | SessionStoreError::DuplicateEvent { .. } => {
@@ -432,6 +445,7 @@ impl From<SessionStoreError> for StoreError {
                 actual,
             },
             SessionStoreError::NotFound { key, .. } => StoreError::NotFound(key),
+            SessionStoreError::Expand { key, error, .. } => StoreError::Expand { key: *key, error },
             SessionStoreError::AlreadyExists { key, .. } => StoreError::AlreadyExists(key),
             SessionStoreError::NonIncreasingTimestamp {
                 key,

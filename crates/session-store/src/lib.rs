@@ -118,9 +118,13 @@ mod header;
 #[cfg(feature = "sqlite")]
 mod integrity;
 #[cfg(feature = "sqlite")]
+mod open_turns;
+#[cfg(feature = "sqlite")]
 mod port;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(feature = "sqlite")]
+mod recall;
 mod row;
 #[cfg(feature = "sqlite")]
 mod schema;

@@ -9,8 +9,8 @@ use std::path::Path;
 
 use async_trait::async_trait;
 use compaction_core::{
-    AssembledContext, CompactionEntry, DecisionRecord, Event, GateSnapshot, Revision, Session,
-    SessionKey, SessionStore, StoreError, TailWindow,
+    AssembledContext, CompactionEntry, DecisionRecord, Event, GateSnapshot, RecallHit, RecallQuery,
+    RecalledEvent, Revision, Session, SessionKey, SessionStore, StoreError, TailWindow, Timestamp,
 };
 use serde_json::{Map, Value};
 
@@ -251,8 +251,52 @@ port_impl!(SqliteStore {
         let key = key.clone();
         Ok(self.spawn_blocking(move |s| s.decisions(&key)).await?)
     }
+
+    async fn search(
+        &self,
+        key: &SessionKey,
+        query: &RecallQuery,
+        limit: usize,
+    ) -> Result<Vec<RecallHit>, StoreError> {
+        let (key, query) = (key.clone(), query.clone());
+        Ok(self.spawn_blocking(move |s| s.search(&key, &query, limit)).await?)
+    }
+
+    async fn expand(
+        &self,
+        key: &SessionKey,
+        compaction_id: &str,
+    ) -> Result<Vec<RecalledEvent>, StoreError> {
+        let (key, id) = (key.clone(), compaction_id.to_owned());
+        Ok(self.spawn_blocking(move |s| s.expand(&key, &id)).await?)
+    }
+
+    async fn expand_turns(
+        &self,
+        key: &SessionKey,
+        first: usize,
+        last: usize,
+    ) -> Result<Vec<RecalledEvent>, StoreError> {
+        let key = key.clone();
+        Ok(self
+            .spawn_blocking(move |s| s.expand_turns(&key, first, last))
+            .await?)
+    }
+
+    async fn turns_before(
+        &self,
+        key: &SessionKey,
+        ts: Timestamp,
+    ) -> Result<Option<usize>, StoreError> {
+        let key = key.clone();
+        Ok(self.spawn_blocking(move |s| s.turns_before(&key, ts)).await?)
+    }
+
+    async fn open_turns(&self, before: Timestamp) -> Result<Option<Vec<SessionKey>>, StoreError> {
+        Ok(Some(self.spawn_blocking(move |s| s.open_turns(before)).await?))
+    }
 });
 
-// ADK's file may not be given indexes of ours, so its context and compaction history come
-// from the port's defaults (the whole session, read once).
+// ADK's file may not be given indexes of ours, so its context, compaction history and recall
+// (search, expand) come from the port's defaults (the whole session, read once and scanned).
 port_impl!(AdkStore {});

@@ -71,6 +71,10 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (session_pk, seq)
     );
     "#,
+    // 4: lossless recall's index (module `recall`): the text of every searchable event in an
+    // FTS5 external-content table, and each event's turn-start flag; built for the stored
+    // events in the same transaction (`recall::backfill`).
+    crate::recall::MIGRATION,
 ];
 
 /// The first migration after which stored turn counts follow the current completion rule.
@@ -110,6 +114,9 @@ pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migration> {
     }
     if found > 0 && found < TURN_RULE_VERSION {
         recount_turn_headers(&tx)?;
+    }
+    if found < crate::recall::RECALL_VERSION {
+        crate::recall::backfill(&tx)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;

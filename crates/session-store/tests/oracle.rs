@@ -102,4 +102,35 @@ proptest! {
         prop_assert_eq!(store.header(&key).unwrap().gate, gate_input(&events));
         prop_assert_eq!(store.load_context(&key).unwrap(), assemble_context(&events));
     }
+
+    /// The sessions with an open turn: the store's answer (from its header) is the in-memory
+    /// store's (the core's turn tracker over each whole history), for several sessions at once;
+    /// a bound before every append lists none.
+    #[test]
+    fn open_turns_match_the_oracle(histories in proptest::collection::vec(history(12), 1..5)) {
+        use compaction_core::{SessionKey, SessionStore as _, Timestamp};
+        let (_dir, store) = temp_store(Durability::Normal);
+        let oracle = compaction_core::testing::InMemoryStore::new();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        for (n, events) in histories.iter().enumerate() {
+            let key = SessionKey::new("app", "user", format!("s{n}"));
+            store.create_session(&key, Default::default()).unwrap();
+            runtime.block_on(oracle.create_session(&key, Default::default())).unwrap();
+            let mut accepted: Vec<Event> = Vec::new();
+            for event in events {
+                if timestamp_may_follow(latest_view_timestamp(&accepted), event) {
+                    let at = Revision(accepted.len() as u64);
+                    store.append_event(&key, at, event).unwrap();
+                    runtime.block_on(oracle.append(&key, at, event.clone())).unwrap();
+                    accepted.push(event.clone());
+                }
+            }
+        }
+        let later = Timestamp::new(4.0e9).unwrap();
+        let mut stored = store.open_turns(later).unwrap();
+        stored.sort_by_key(ToString::to_string);
+        let expected = runtime.block_on(oracle.open_turns(later)).unwrap().unwrap();
+        prop_assert_eq!(stored, expected);
+        prop_assert_eq!(store.open_turns(Timestamp::new(0.0).unwrap()).unwrap(), Vec::<SessionKey>::new());
+    }
 }

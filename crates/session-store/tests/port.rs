@@ -89,6 +89,17 @@ async fn the_engine_fast_exits_then_compacts_through_the_store() {
         "{outcomes:?}"
     );
     assert!(summarizer.calls() >= 1);
+    // Each request numbers its turns by the session's count (the summary's turn pointers).
+    for request in summarizer.requests() {
+        let asked = request.turns[0].user.strip_prefix("question ").unwrap();
+        let first: usize = asked.parse().unwrap();
+        assert_eq!(
+            request.first_turn,
+            Some(first + 1),
+            "{:?}",
+            request.turns[0]
+        );
+    }
     let session = store.get_session(&key).unwrap();
     let context = store.load_context(&key).unwrap();
     assert!(context.summary().is_some());

@@ -522,3 +522,29 @@ async fn access_modes_and_delete() {
         Err(StoreError::NotFound(_))
     ));
 }
+
+/// The sessions with an open turn (a query with no reply), from the header: a session whose
+/// turn completed is not listed; a bound before every append lists none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_turns_are_listed_from_the_header() {
+    let Some(url) = database_url("open_turns_are_listed_from_the_header") else {
+        return;
+    };
+    let (store, _schema) = fresh_store(&url, "open_turns").await;
+    let mut f = EventFactory::new();
+    for n in 0..2 {
+        store.create_session(&key(n), Map::new()).await.unwrap();
+        let mut revision = Revision(0);
+        let mut events = f.conversational_turn(&format!("i{n}"), "q", "a");
+        if n == 1 {
+            events.push(f.user(&format!("open{n}"), "a question left without a reply"));
+        }
+        for e in events {
+            revision = store.append(&key(n), revision, e).await.unwrap();
+        }
+    }
+    let later = compaction_core::Timestamp::new(4.0e9).unwrap();
+    assert_eq!(store.open_turns(later).await.unwrap(), Some(vec![key(1)]));
+    let earlier = compaction_core::Timestamp::new(0.0).unwrap();
+    assert_eq!(store.open_turns(earlier).await.unwrap(), Some(vec![]));
+}

@@ -157,6 +157,13 @@ fn opening_a_version_1_file_recounts_its_turn_headers() {
         let conn = raw(&path);
         conn.execute("UPDATE sessions SET closed_turns = 0, open_turn = 1", [])
             .unwrap();
+        // Nor had it the recall index of migration 4.
+        conn.execute_batch(
+            "DROP TRIGGER recall_text_insert; DROP TRIGGER recall_text_delete; \
+             DROP TABLE recall_fts; DROP TABLE recall_text; DROP INDEX events_turn_starts; \
+             ALTER TABLE events DROP COLUMN turn_start;",
+        )
+        .unwrap();
         conn.pragma_update(None, "user_version", 1).unwrap();
     }
     let store = SqliteStore::open(&path).unwrap();

@@ -2,7 +2,8 @@
 //! **findings**.
 //!
 //! Deterministic and network-free. Each new turn becomes a **topic**: the user's question as
-//! a `### Q:` heading, then
+//! a `### Q:` heading that names the session's turn it came from (`### Q: … (turn 7)`, when
+//! the request carries turn numbers: what `compaction recall --turns 7..7` expands), then
 //! - the user's **constraints** (`- Constraint: exclude pre-2015 studies …`), the
 //!   **decisions** of the turn (`- Decision: …`) and the answer's **corrections**
 //!   (`- Correction: …`): pinned, never dropped;
@@ -190,8 +191,11 @@ impl OfflineSummarizer {
             .as_deref()
             .map(parse_previous)
             .unwrap_or_default();
-        for turn in &request.turns {
-            let (topic, retracted) = topic_of(turn);
+        for (i, turn) in request.turns.iter().enumerate() {
+            let (mut topic, retracted) = topic_of(turn);
+            if let Some(first) = request.first_turn {
+                topic.heading.push_str(&format!(" (turn {})", first + i));
+            }
             if !retracted.is_empty() {
                 mark_superseded(&mut topics, &retracted);
             }
@@ -349,11 +353,24 @@ fn dedupe(topics: &mut [Topic]) {
     }
 }
 
+/// A topic heading without its turn pointer (` (turn 7)`): the pointer states no figure.
+fn without_pointer(heading: &str) -> &str {
+    match heading.rsplit_once(" (turn ") {
+        Some((rest, tail))
+            if tail.ends_with(')')
+                && tail[..tail.len() - 1].chars().all(|c| c.is_ascii_digit()) =>
+        {
+            rest
+        }
+        _ => heading,
+    }
+}
+
 /// Marks every line of `topics` that states a retracted figure as superseded.
 fn mark_superseded(topics: &mut [Topic], retracted: &BTreeSet<String>) {
     let states = |text: &str| retracted.iter().any(|f| findings::states_figure(text, f));
     for topic in topics {
-        if states(&topic.heading) && !topic.heading.contains(CORRECTED_MARK) {
+        if states(without_pointer(&topic.heading)) && !topic.heading.contains(CORRECTED_MARK) {
             if let Some(rest) = topic.heading.strip_prefix(QUESTION_PREFIX) {
                 topic.heading = format!("{QUESTION_PREFIX}{CORRECTED_MARK}{rest}");
             } else if let Some(rest) = topic.heading.strip_prefix(TOPIC_PREFIX) {
@@ -552,6 +569,34 @@ mod tests {
             String::new(),
             turns,
         )
+    }
+
+    #[test]
+    fn each_topic_names_its_turn_and_keeps_it_when_rolled() {
+        let first = request(
+            None,
+            vec![
+                turn("What is plating?", "Plating starts at 4C (Lee 2021).", ""),
+                turn("And SEI?", "SEI grows 3 nm per cycle (Kim 2020).", ""),
+            ],
+        )
+        .with_first_turn(Some(6));
+        let text = OfflineSummarizer::new(4_000).consolidate(&first);
+        assert!(text.contains("### Q: What is plating? (turn 6)"), "{text}");
+        assert!(text.contains("### Q: And SEI? (turn 7)"), "{text}");
+        let next = request(Some(&text), vec![turn("Dendrites?", "Seen at 2C.", "")])
+            .with_first_turn(Some(8));
+        let rolled = OfflineSummarizer::new(4_000).consolidate(&next);
+        for pointer in ["(turn 6)", "(turn 7)", "(turn 8)"] {
+            assert!(rolled.contains(pointer), "{pointer}: {rolled}");
+        }
+        let unnumbered = OfflineSummarizer::new(4_000).consolidate(&request(None, vec![claim()]));
+        assert!(!unnumbered.contains("(turn "), "{unnumbered}");
+        assert_eq!(without_pointer("### Q: x? (turn 12)"), "### Q: x?");
+        assert_eq!(
+            without_pointer("### Q: x (turn of phrase)"),
+            "### Q: x (turn of phrase)"
+        );
     }
 
     fn claim() -> TurnDigest {

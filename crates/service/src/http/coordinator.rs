@@ -8,12 +8,15 @@
 use std::time::Duration;
 
 use compaction_core::{
-    AdapterError, AssembledContext, CharsPerToken, ContextEntry, ModelInfo, TokenEstimator,
+    AdapterError, AssembledContext, CharsPerToken, ContextEntry, Event, ModelInfo, TokenEstimator,
     async_trait,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
+
+use super::openai_stream::{self, Endpoint};
+pub use super::recall_tool::RecallTool;
 
 /// One chat message of the coordinator's prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -41,6 +44,8 @@ pub struct CoordinatorRequest {
     pub messages: Vec<ChatMessage>,
     /// The new query.
     pub question: String,
+    /// The recall tool over this session, when the server offers it.
+    pub recall: Option<RecallTool>,
 }
 
 /// The words that introduce the live summary in the coordinator's prompt.
@@ -57,18 +62,31 @@ impl CoordinatorRequest {
                     "system",
                     format!("{SUMMARY_PREAMBLE}\n{}", s.compaction.summary_text()),
                 )),
-                ContextEntry::Event(e) if e.has_text() && !e.is_partial() => {
-                    let role = if e.is_user() { "user" } else { "assistant" };
-                    messages.push(ChatMessage::new(role, e.text()));
-                }
-                ContextEntry::Event(_) => {}
+                ContextEntry::Event(e) => messages.extend(Self::message_of(e)),
             }
         }
         messages.push(ChatMessage::new("user", question));
         CoordinatorRequest {
             messages,
             question: question.to_owned(),
+            recall: None,
         }
+    }
+
+    /// The message a verbatim event becomes in the prompt: its text as the user's or the
+    /// assistant's, or nothing (no text, or a partial reply).
+    pub(super) fn message_of(event: &Event) -> Option<ChatMessage> {
+        if !event.has_text() || event.is_partial() {
+            return None;
+        }
+        let role = if event.is_user() { "user" } else { "assistant" };
+        Some(ChatMessage::new(role, event.text()))
+    }
+
+    /// Offers the coordinator the recall tool (builder style).
+    pub fn with_recall(mut self, tool: RecallTool) -> Self {
+        self.recall = Some(tool);
+        self
     }
 
     /// The prompt's size by the core's estimator (4 characters a token).
@@ -91,6 +109,24 @@ pub enum ReplyChunk {
         prompt_tokens: u64,
         /// Completion tokens.
         completion_tokens: u64,
+    },
+    /// The model called a tool (stored as the turn's function call event).
+    ToolCall {
+        /// The call id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Its arguments, as the model wrote them (JSON text).
+        arguments: String,
+    },
+    /// The tool's answer to a call (stored as the turn's function response event).
+    ToolResult {
+        /// The call id it answers.
+        id: String,
+        /// The tool.
+        name: String,
+        /// What the model was given.
+        result: String,
     },
 }
 
@@ -151,7 +187,16 @@ impl Coordinator for OfflineCoordinator {
     }
 
     async fn stream(&self, request: &CoordinatorRequest) -> Result<ReplyStream, AdapterError> {
-        let reply = Self::reply(request);
+        let mut reply = Self::reply(request);
+        let recalled = match &request.recall {
+            Some(tool) => offline_recall(tool, request).await,
+            None => None,
+        };
+        let mut tool_chunks = Vec::new();
+        if let Some(recalled) = recalled {
+            reply.push_str(&recalled.sentence);
+            tool_chunks = recalled.chunks;
+        }
         let prompt_tokens = request.estimated_prompt_tokens();
         let completion_tokens = CharsPerToken.estimate(&reply) as u64;
         let delay = self.first_token_delay;
@@ -159,6 +204,11 @@ impl Coordinator for OfflineCoordinator {
         tokio::spawn(async move {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
+            }
+            for chunk in tool_chunks {
+                if tx.send(Ok(chunk)).await.is_err() {
+                    return;
+                }
             }
             let mut rest = reply.as_str();
             while !rest.is_empty() {
@@ -182,6 +232,61 @@ impl Coordinator for OfflineCoordinator {
         });
         Ok(rx)
     }
+}
+
+/// What the stand-in recalled: the call and result chunks and the sentence it adds.
+struct OfflineRecall {
+    chunks: Vec<ReplyChunk>,
+    sentence: String,
+}
+
+/// The stand-in's use of the recall tool: when the question names a word (four letters or
+/// more) that no message of the prompt holds and that only folded turns contain, it calls
+/// `recall_history` with that word (once; at most three words are tried) and quotes the best
+/// hit.
+async fn offline_recall(tool: &RecallTool, request: &CoordinatorRequest) -> Option<OfflineRecall> {
+    use compaction_core::recall::{RECALL_TOOL_NAME, words};
+    let shown: std::collections::HashSet<String> = request
+        .messages
+        .iter()
+        .take(request.messages.len().saturating_sub(1))
+        .flat_map(|m| words(&m.content).collect::<Vec<_>>())
+        .collect();
+    let mut candidates: Vec<String> = words(&request.question)
+        .filter(|w| w.chars().count() >= 4 && !shown.contains(w))
+        .collect();
+    candidates.dedup();
+    for word in candidates.into_iter().take(3) {
+        let Some(hits) = tool.search(&word).await else {
+            continue;
+        };
+        // The prompt does not show the word, so a folded hit is where only it lives (the
+        // question itself is stored already, verbatim).
+        let Some(best) = hits.iter().find(|h| h.covered_by.is_some()) else {
+            continue;
+        };
+        let arguments = serde_json::json!({ "query": word }).to_string();
+        let result = tool.answer(&arguments).await;
+        let id = "recall-offline-1".to_owned();
+        let turn = best.turn.map_or_else(String::new, |t| format!(" {t}"));
+        let quote: String = best.text.chars().take(200).collect();
+        return Some(OfflineRecall {
+            chunks: vec![
+                ReplyChunk::ToolCall {
+                    id: id.clone(),
+                    name: RECALL_TOOL_NAME.to_owned(),
+                    arguments,
+                },
+                ReplyChunk::ToolResult {
+                    id,
+                    name: RECALL_TOOL_NAME.to_owned(),
+                    result,
+                },
+            ],
+            sentence: format!(" I recalled \"{word}\" from folded turn{turn}: \"{quote}\"."),
+        });
+    }
+    None
 }
 
 /// Keys of the coordinator in the config file.
@@ -386,7 +491,7 @@ fn host_of(url: &str) -> String {
     }
 }
 
-fn upstream(kind: compaction_core::FailureKind, message: String) -> AdapterError {
+pub(super) fn upstream(kind: compaction_core::FailureKind, message: String) -> AdapterError {
     compaction_core::classified(kind, UpstreamError(message))
 }
 
@@ -397,110 +502,25 @@ impl Coordinator for OpenAiCompatible {
     }
 
     async fn stream(&self, request: &CoordinatorRequest) -> Result<ReplyStream, AdapterError> {
-        use compaction_core::FailureKind;
-        let body = serde_json::json!({
-            "model": self.model,
-            "messages": request.messages,
-            "stream": true,
-            "stream_options": { "include_usage": true },
-        });
-        let mut call = self.http.post(&self.url).json(&body);
-        if let Some(key) = &self.api_key {
-            call = call.bearer_auth(key);
-        }
-        let mut response = call.send().await.map_err(|e| {
-            upstream(
-                FailureKind::Transport,
-                format!(
-                    "coordinator at {} unreachable: {}",
-                    self.url,
-                    e.without_url()
-                ),
-            )
-        })?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(upstream(
-                FailureKind::HttpStatus(status.as_u16()),
-                format!("coordinator at {} answered HTTP {status}", self.url),
-            ));
-        }
+        let endpoint = Endpoint {
+            http: self.http.clone(),
+            url: self.url.clone(),
+            model: self.model.clone(),
+            api_key: self.api_key.clone(),
+        };
+        let messages: Vec<Value> = request
+            .messages
+            .iter()
+            .map(|m| serde_json::json!({"role": m.role, "content": m.content}))
+            .collect();
+        let tool = request.recall.clone();
+        let response = endpoint
+            .post(&endpoint.body(&messages, tool.is_some()))
+            .await?;
         let (tx, rx) = mpsc::channel(16);
-        let url = self.url.clone();
-        tokio::spawn(async move {
-            let mut buffer = String::new();
-            loop {
-                let chunk = match response.chunk().await {
-                    Ok(Some(chunk)) => chunk,
-                    Ok(None) => {
-                        // The stream ended without `[DONE]`: a cut connection.
-                        let _ = tx
-                            .send(Err(upstream(
-                                FailureKind::InvalidReply,
-                                format!("coordinator at {url} ended its stream without [DONE]"),
-                            )))
-                            .await;
-                        return;
-                    }
-                    Err(e) => {
-                        let _ = tx
-                            .send(Err(upstream(
-                                FailureKind::Transport,
-                                format!("coordinator stream from {url} broke: {}", e.without_url()),
-                            )))
-                            .await;
-                        return;
-                    }
-                };
-                buffer.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(end) = buffer.find('\n') {
-                    let line: String = buffer.drain(..=end).collect();
-                    let line = line.trim();
-                    let Some(data) = line.strip_prefix("data:").map(str::trim) else {
-                        continue;
-                    };
-                    if data == "[DONE]" {
-                        return;
-                    }
-                    for item in parse_chunk(data, &url) {
-                        if tx.send(item).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
+        tokio::spawn(openai_stream::pump(endpoint, messages, tool, response, tx));
         Ok(rx)
     }
-}
-
-/// The pieces of one `data:` payload of a chat-completions stream.
-fn parse_chunk(data: &str, url: &str) -> Vec<Result<ReplyChunk, AdapterError>> {
-    let value: Value = match serde_json::from_str(data) {
-        Ok(v) => v,
-        Err(e) => {
-            return vec![Err(upstream(
-                compaction_core::FailureKind::InvalidReply,
-                format!("coordinator at {url} sent a chunk that is not JSON: {e}"),
-            ))];
-        }
-    };
-    let mut out = Vec::new();
-    if let Some(text) = value
-        .pointer("/choices/0/delta/content")
-        .and_then(Value::as_str)
-        .filter(|t| !t.is_empty())
-    {
-        out.push(Ok(ReplyChunk::Delta(text.to_owned())));
-    }
-    if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
-        let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-        out.push(Ok(ReplyChunk::Usage {
-            prompt_tokens: n("prompt_tokens"),
-            completion_tokens: n("completion_tokens"),
-        }));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -41,7 +41,8 @@ pub struct Limits {
     pub header_read: Duration,
     /// A request body must arrive within this (default 30 s; 408 otherwise).
     pub body_read: Duration,
-    /// At most this many connections are served at once (default 512); more wait in the
+    /// At most this many connections are served at once (default 512; `compaction serve` sets
+    /// 4,096 within the process's descriptor budget); more wait in the
     /// kernel's backlog.
     pub max_connections: usize,
     /// A reply event must be handed to a client within this (default 30 s); a reader that

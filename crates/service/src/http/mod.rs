@@ -4,19 +4,28 @@
 //! the settings file through config-ssot). The lane it drives is framework-free
 //! ([`crate::lane`]).
 
+mod chat;
 pub mod coordinator;
 pub mod guard;
 pub mod listener;
+mod llm_span;
+mod open_turns;
+mod openai_stream;
 mod page;
+mod recall;
+pub mod recall_tool;
+mod relay;
 mod server;
 mod settings;
 mod shape;
+mod token_series;
 
 pub use coordinator::{
     ChatMessage, Coordinator, CoordinatorConfig, CoordinatorConfigError, CoordinatorRequest,
-    OfflineCoordinator, OpenAiCompatible, ReplyChunk, ReplyStream, SelectedCoordinator,
+    OfflineCoordinator, OpenAiCompatible, RecallTool, ReplyChunk, ReplyStream, SelectedCoordinator,
     select_coordinator,
 };
 pub use guard::{GuardOptions, Token};
 pub use listener::Limits;
+pub use open_turns::{DEFAULT_QUIET_FOR, OpenTurnSweep};
 pub use server::{DEFAULT_MAX_MESSAGE_BYTES, ServeOptions, Server, shutdown_signal};

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use compaction_core::{
     AssembledContext, CompactionEntry, DecisionRecord, Event, GateSnapshot, Revision, Session,
-    SessionKey, SessionStore, StoreError,
+    SessionKey, SessionStore, StoreError, Timestamp,
 };
 use serde_json::{Map, Value};
 
@@ -55,6 +55,10 @@ impl SessionStore for PostgresStore {
 
     async fn decisions(&self, key: &SessionKey) -> Result<Vec<DecisionRecord>, StoreError> {
         Ok(self.recorded(key).await?)
+    }
+
+    async fn open_turns(&self, before: Timestamp) -> Result<Option<Vec<SessionKey>>, StoreError> {
+        Ok(Some(self.open_turns(before).await?))
     }
 
     async fn append(

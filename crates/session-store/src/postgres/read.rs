@@ -400,4 +400,33 @@ impl PostgresStore {
         })
         .await
     }
+
+    /// Sessions whose newest turn is open and that nothing was appended to before `before`
+    /// (the port's `open_turns`; one read of the sessions table).
+    pub(crate) async fn open_turns(
+        &self,
+        before: compaction_core::Timestamp,
+    ) -> Result<Vec<SessionKey>, SessionStoreError> {
+        let op = || "listing the sessions with an open turn".to_owned();
+        let op: &(dyn Fn() -> String + Sync) = &op;
+        let client = self.client(op).await?;
+        let rows = client
+            .query(
+                "SELECT app_name, user_id, session_id FROM sessions \
+                 WHERE open_turn = 1 AND updated_at < $1 ORDER BY app_name, user_id, session_id",
+                &[&before.seconds()],
+            )
+            .await
+            .map_err(self.pg(op))?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                SessionKey::new(
+                    r.get::<_, String>(0),
+                    r.get::<_, String>(1),
+                    r.get::<_, String>(2),
+                )
+            })
+            .collect())
+    }
 }

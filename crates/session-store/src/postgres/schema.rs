@@ -120,7 +120,7 @@ pub(crate) async fn require_store(
             return Err(SessionStoreError::PostgresNoStore {
                 database: store.database.clone(),
                 detail: format!(
-                    "the session store is at schema version {found}, this build reads                      {POSTGRES_SCHEMA_VERSION}; a read-only command does not migrate it                      (`compaction evaluate` or `compaction serve` does)"
+                    "the session store is at schema version {found}, this build reads {POSTGRES_SCHEMA_VERSION}; a read-only command does not migrate it (`compaction evaluate` or `compaction serve` does)"
                 ),
             });
         }

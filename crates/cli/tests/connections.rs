@@ -1,0 +1,120 @@
+//! `compaction serve` under 2,000 idle and slow connections (issue 28), from outside: a new
+//! client is answered at once (the connection cap fits the raised descriptor budget, so nobody
+//! queues behind idle sockets), and every idle or slow connection is closed by the header
+//! timeout.
+
+mod common;
+
+use std::io::{ErrorKind, Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{compaction, spawn_serve};
+
+/// The header timeout the server runs with: a client that queued behind the idle connections
+/// would wait about this long.
+const HEADER_TIMEOUT_SECS: u64 = 8;
+
+/// Raises this process's soft descriptor limit to the hard one (it holds 2,000 sockets).
+fn raise_own_limit() -> u64 {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let _ = setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        },
+    );
+    getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX)
+}
+
+/// Waits until the server closes `stream` (end of file or a reset); false when it is still
+/// open after `within`.
+fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+    stream
+        .set_read_timeout(Some(within))
+        .expect("bound the read");
+    let mut buf = [0u8; 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            // A slow connection may get an answer (408) before the close.
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[test]
+fn two_thousand_idle_and_slow_connections_neither_stop_a_new_client_nor_stay_open() {
+    let limit = raise_own_limit();
+    assert!(
+        limit >= 2_300,
+        "this test holds 2,000 sockets; the hard descriptor limit is {limit}"
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let mut command = compaction();
+    command
+        .args(["serve", "--addr", "127.0.0.1:0", "--db"])
+        .arg(dir.path().join("sessions.db"))
+        .args(["--header-timeout", &HEADER_TIMEOUT_SECS.to_string()])
+        .env("ZOTERO_DATA_DIR", dir.path())
+        .stderr(Stdio::null());
+    let server = spawn_serve(command);
+    let connections = server
+        .banner
+        .iter()
+        .find(|l| l.starts_with("connections:"))
+        .expect("the banner says how many connections it serves");
+    assert!(connections.contains("at most"), "{connections}");
+
+    let opened = Instant::now();
+    let mut held: Vec<TcpStream> = (0..2_000)
+        .map(|i| {
+            let mut stream = TcpStream::connect(&server.addr).expect("connect");
+            if i % 2 == 1 {
+                // Half a request head, never finished.
+                stream
+                    .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                    .expect("send half a head");
+            }
+            stream
+        })
+        .collect();
+
+    let asked = Instant::now();
+    let mut client = TcpStream::connect(&server.addr).expect("a new client connects");
+    client
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("bound the read");
+    write!(
+        client,
+        "GET /healthz HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        server.addr
+    )
+    .expect("ask");
+    let mut answer = String::new();
+    client.read_to_string(&mut answer).expect("an answer");
+    let waited = asked.elapsed();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        waited < Duration::from_secs(HEADER_TIMEOUT_SECS / 2),
+        "a new client waited {waited:?} behind 2,000 idle or slow connections"
+    );
+
+    let deadline = Duration::from_secs(HEADER_TIMEOUT_SECS * 3);
+    let open = held
+        .iter_mut()
+        .filter_map(|s| {
+            let left = deadline.saturating_sub(opened.elapsed());
+            (!closed_within(s, left.max(Duration::from_millis(1)))).then_some(())
+        })
+        .count();
+    assert_eq!(
+        open, 0,
+        "connections still open {deadline:?} after they were opened (header timeout {HEADER_TIMEOUT_SECS} s)"
+    );
+}
