@@ -8,6 +8,9 @@
 //! (`decision_client::sessions`), label `expect.pivot`; it prints one line per session and one
 //! `session=overall`, and with `--per-turn` each turn's p beside its labels.
 //!
+//! `--loso` first: leave-one-session-out figures of the embedding model and the lexical model,
+//! each session scored by a model fitted without it (see [`loso`]).
+//!
 //! Adapters: `offline` (default), the baselines `novelty` and `constant`, and the remote
 //! `decisions`, `chat-logprobs` and `auto`, built by decision-client's factory from the
 //! settings file given with `--config` (the spec's keys plus the `decision_*` keys) and the
@@ -25,7 +28,7 @@ use decision_client::sessions::{TurnCase, load_sessions, turn_cases};
 use decision_client::{AdapterChoice, DecisionConfig, build_decision_model, process_env};
 use serde_json::{Map, Value};
 
-const USAGE: &str = "usage: cargo xtask eval-decision [--cases FILE | --sessions DIR [--per-turn]] [--adapter offline|novelty|constant|decisions|chat-logprobs|openai-decisions|auto] [--tau X] [--config FILE]";
+const USAGE: &str = "usage: cargo xtask eval-decision [--loso [--cases FILE] [--sessions DIR]... | --cases FILE | --sessions DIR [--per-turn]] [--adapter offline|novelty|constant|decisions|chat-logprobs|openai-decisions|auto] [--tau X] [--config FILE]";
 
 struct Args {
     cases: PathBuf,
@@ -256,8 +259,47 @@ fn run_sessions(
     Ok(())
 }
 
+/// `eval-decision --loso [--cases FILE] [--sessions DIR]...`: leave-one-session-out. Each
+/// labelled session (by default the repository's, and the shared ones when
+/// `COMPACTION_OUTSIDE_DATA` names them) is scored by the embedding model's head and by the
+/// lexical model, both refitted without it; then the TIAGE test split by the heads fitted on
+/// every session. Built in release: the fit is a few seconds there. The
+/// fitting lives in decision-client's `fit_embedding_model` example (it needs the `embedding`
+/// feature and the model's files, which xtask does not build): this runs it.
+fn loso(args: &[String]) -> ExitCode {
+    let status = std::process::Command::new(env!("CARGO"))
+        .args([
+            "run",
+            "--quiet",
+            "--release",
+            "-p",
+            "adaptive-compaction-decision-client",
+            "--features",
+            "embedding,eval",
+            "--example",
+            "fit_embedding_model",
+            "--",
+        ])
+        .args(args)
+        .status();
+    match status {
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok(s) => {
+            eprintln!("eval-decision --loso: the fit example failed ({s})");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("eval-decision --loso: cannot run cargo: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Entry point of the subcommand; `args` follow `eval-decision`.
 pub(crate) fn eval_decision(args: &[String]) -> ExitCode {
+    if args.first().is_some_and(|a| a == "--loso") {
+        return loso(&args[1..]);
+    }
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

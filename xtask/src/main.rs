@@ -12,6 +12,8 @@
 //! - `adk-interop`: the `compaction` binary against real Google ADK (Python venv, pinned ADK).
 //! - `eval-decision [--cases FILE | --sessions DIR [--per-turn]] [--adapter NAME]`: decision-quality
 //!   figures per split, or per labelled research session probing every turn.
+//! - `fetch-model [--dir DIR]`: installs the embedding decision model's files (see
+//!   `fetch_model`); `.ci/run` runs it before `verify`.
 //! - `eval-summary [--sessions DIR] [--also DIR]... [--tuned a,b] [--dump DIR]
 //!   [--summarizer offline|chat|auto] [--canary]`: how much of the folded turns the rolling
 //!   summary keeps, and how it handles corrections (see `eval_summary`, `summary_checks`).
@@ -29,6 +31,7 @@ mod adk;
 mod bench_hook;
 mod eval;
 mod eval_summary;
+mod fetch_model;
 mod pg;
 mod purity;
 mod summary_checks;
@@ -232,6 +235,7 @@ fn main() -> ExitCode {
         Some("bench-hook") => bench_hook::command(&args[1..]),
         Some("eval-decision") => eval::eval_decision(&args[1..]),
         Some("eval-summary") => eval_summary::eval_summary(&args[1..]),
+        Some("fetch-model") => fetch_model::fetch_model(&args[1..]),
         Some("adk-interop") => match adk::interop() {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -241,7 +245,7 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask <verify|purity|publish|eval-decision|eval-summary|adk-interop|pg|bench-hook>"
+                "usage: cargo xtask <verify|purity|publish|eval-decision|eval-summary|fetch-model|adk-interop|pg|bench-hook>"
             );
             ExitCode::from(2)
         }

@@ -160,6 +160,8 @@ impl Registry {
             D::Decisions,
             D::OpenAiDecisions,
             D::ChatLogprobs,
+            D::Local,
+            D::Embedding,
             D::Offline,
         ] {
             registry = registry.decision_adapter(choice.as_str(), &D_KEYS, move |input| {
@@ -440,7 +442,7 @@ mod tests {
         assert_eq!(
             err,
             "decision_adapter is \"psychic\"; the registered adapters are: auto, decisions, \
-             openai-decisions, chat-logprobs, offline"
+             openai-decisions, chat-logprobs, local, embedding, offline"
         );
     }
 

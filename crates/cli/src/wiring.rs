@@ -55,7 +55,8 @@ impl Wiring {
 
 /// Where settings come from.
 pub(crate) enum ConfigSource {
-    /// The spec's defaults, adapters forced offline (the demo's embedded default).
+    /// The spec's defaults, adapters forced local (the demo's embedded default): the
+    /// embedding decision model when its files are installed, else the lexical one.
     EmbeddedOffline,
     /// `--config PATH`, or the resolved default location when a file is there.
     Resolve(Option<PathBuf>),
@@ -75,7 +76,7 @@ pub(crate) fn wire(
             let mut raw = Map::new();
             raw.insert(
                 decision_client::config::KEY_ADAPTER.into(),
-                Value::from("offline"),
+                Value::from("local"),
             );
             raw.insert(
                 summarizer::config::KEY_ADAPTER.into(),

@@ -352,6 +352,89 @@ fn demo_output() {
     });
 }
 
+/// With the embedding model's files installed, the demo runs it and its banner says so;
+/// without them (outside CI) the test says SKIPPED. The other tests run the lexical model
+/// (see `common::compaction`), whose banner says how to install the files.
+#[test]
+#[allow(clippy::print_stderr)]
+fn the_demo_runs_the_embedding_model_when_its_files_are_installed() {
+    let out = common::compaction_with_installed_model()
+        .arg("demo")
+        .output()
+        .expect("run demo");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let banner = stdout.lines().next().unwrap_or_default();
+    if banner.starts_with("decision model: offline lexical model") {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but the demo did not find the embedding model: {banner}"
+        );
+        assert!(banner.contains("cargo xtask fetch-model"), "{banner}");
+        eprintln!("SKIPPED: the embedding model's files are not installed ({banner})");
+        return;
+    }
+    assert!(
+        banner.starts_with(
+            "decision model: embedding model all-MiniLM-L6-v2+head-v2 (local, files in "
+        ),
+        "{banner}"
+    );
+    assert!(stdout.contains("probe"), "{stdout}");
+}
+
+/// The probe span says which model answered: with the embedding model's files installed,
+/// `--decision local` runs it and the exported probe spans name it; without them (outside CI)
+/// the test says SKIPPED.
+#[tokio::test(flavor = "multi_thread")]
+#[allow(clippy::print_stderr)]
+async fn the_probe_span_names_the_embedding_model_when_it_answers() {
+    let collector = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/traces"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&collector)
+        .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("t.jsonl");
+    // Turns 4 and 5 are inside the gate's envelope: both probe.
+    std::fs::write(&file, transcript(5, |_| 40_000)).expect("write");
+    let out = common::compaction_with_installed_model()
+        .arg("replay")
+        .arg(&file)
+        .args(["--decision", "local", "--summarizer", "offline"])
+        .env("ZOTERO_DATA_DIR", dir.path())
+        .arg("--otlp-endpoint")
+        .arg(format!("{}/v1/traces", collector.uri()))
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bodies = collector.received_requests().await.unwrap_or_default();
+    let all: Vec<u8> = bodies.iter().flat_map(|r| r.body.clone()).collect();
+    let text = String::from_utf8_lossy(&all);
+    assert!(text.contains("compaction_decision_probe"), "no probe span");
+    if text.contains("offline-lexical-v2") {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but the lexical model answered the probe"
+        );
+        eprintln!("SKIPPED: the embedding model's files are not installed");
+        return;
+    }
+    assert!(
+        text.contains("all-MiniLM-L6-v2+head-v2"),
+        "the probe span does not name the embedding model"
+    );
+}
+
 /// `--otlp-endpoint URL` exports the compaction spans, with the replay's turn spans, to a
 /// collector; the turn span is OpenInference's CHAIN with `session.id`, filed under the
 /// project `--otlp-project` names.

@@ -1,7 +1,7 @@
 //! Refits the offline lexical model's constants, reproducibly.
 //!
 //! ```text
-//! cargo run -p adaptive-compaction-decision-client --example fit_offline_model [-- [--write] [CASES.jsonl SESSIONS_DIR]]
+//! cargo run -p adaptive-compaction-decision-client --features eval --example fit_offline_model [-- [--write] [CASES.jsonl SESSIONS_DIR]]
 //! ```
 //!
 //! CASES defaults to the repository's vendored TIAGE cases (`data/topic-shift/cases.jsonl`);
@@ -204,7 +204,7 @@ fn main() -> ExitCode {
     let dev_z: Vec<(f64, f64, f64)> = dev.iter().map(|r| (z(&w, b, r), r.y, r.w)).collect();
     let (a, pb) = fit_platt(&dev_z);
     let note = format!(
-        "// Fitted by `cargo run -p adaptive-compaction-decision-client --example fit_offline_model`: weights on {train_tiage} TIAGE\n// train cases + sessions {FIT_SESSIONS:?} (weight {SESSION_WEIGHT}), Platt on {dev_tiage} TIAGE dev\n// cases + sessions {CALIBRATION_SESSIONS:?} (weight {CALIBRATION_SESSION_WEIGHT}).\n"
+        "// Fitted by `cargo run -p adaptive-compaction-decision-client --features eval --example fit_offline_model`: weights on {train_tiage} TIAGE\n// train cases + sessions {FIT_SESSIONS:?} (weight {SESSION_WEIGHT}), Platt on {dev_tiage} TIAGE dev\n// cases + sessions {CALIBRATION_SESSIONS:?} (weight {CALIBRATION_SESSION_WEIGHT}).\n"
     );
     let block = constants_block(&w, b, a, pb, &note);
     print!("{block}");

@@ -4,7 +4,7 @@
 //!
 //! | key | type | default | meaning |
 //! | --- | --- | --- | --- |
-//! | `decision_adapter` | string | `"auto"` | `auto`, `decisions`, `openai-decisions`, `chat-logprobs` or `offline` |
+//! | `decision_adapter` | string | `"auto"` | `auto`, `decisions`, `openai-decisions`, `chat-logprobs`, `local`, `embedding` or `offline` |
 //! | `decision_api_base_url` | string | `"https://openrouter.ai"` | Decisions API host (both Decisions shapes) |
 //! | `decision_api_path` | string | `"/api/alpha/decisions"` | Decisions API path (`/v1/decisions` for OpenAI) |
 //! | `decision_api_key_env` | env var name (`A-Z`, `0-9`, `_`) | `"OPENROUTER_API_KEY"` | variable holding the bearer key (its name, never the key) |
@@ -14,6 +14,7 @@
 //! | `decision_chat_model` | string or null | `null` | judge model; `null` uses the decision model slug |
 //! | `decision_chat_api_key_env` | env var name (`A-Z`, `0-9`, `_`) | `"OPENROUTER_API_KEY"` | variable holding the judge's key (optional for local servers) |
 //! | `decision_chat_top_logprobs` | integer | `10` | alternatives requested for the first token, 5 to 20 |
+//! | `decision_embedding_model_dir` | path string or null | `null` | the embedding model's files (`config.json`, `tokenizer.json`, `model.safetensors`); `null` looks in the platform cache directory, then in a Hugging Face hub cache |
 //!
 //! Unrelated keys are ignored, so the whole settings object can be passed in; a `decision_*`
 //! key that is not in the table is an error naming it (a misspelling is never ignored), as
@@ -51,11 +52,14 @@ pub const KEY_CHAT_API_KEY_ENV: &str = "decision_chat_api_key_env";
 /// Key: how many first-token alternatives the judge asks for.
 pub const KEY_CHAT_TOP_LOGPROBS: &str = "decision_chat_top_logprobs";
 
+/// Key: the directory of the embedding model's files.
+pub const KEY_EMBEDDING_MODEL_DIR: &str = "decision_embedding_model_dir";
+
 /// The prefix of every decision-client key.
 pub const KEY_PREFIX: &str = "decision_";
 
 /// Every key this module reads, in table order.
-pub const KEYS: [&str; 10] = [
+pub const KEYS: [&str; 11] = [
     KEY_ADAPTER,
     KEY_API_BASE_URL,
     KEY_API_PATH,
@@ -66,13 +70,14 @@ pub const KEYS: [&str; 10] = [
     KEY_CHAT_MODEL,
     KEY_CHAT_API_KEY_ENV,
     KEY_CHAT_TOP_LOGPROBS,
+    KEY_EMBEDDING_MODEL_DIR,
 ];
 
 /// Which adapter the factory builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AdapterChoice {
-    /// The Decisions API when its key is set, else the offline model.
+    /// The Decisions API when its key is set, else the local models ([`AdapterChoice::Local`]).
     #[default]
     Auto,
     /// The Decisions API ("System One" format).
@@ -81,6 +86,12 @@ pub enum AdapterChoice {
     OpenAiDecisions,
     /// An OpenAI-compatible chat model judged through first-token logprobs.
     ChatLogprobs,
+    /// The embedding model when its files are installed, else the offline lexical model:
+    /// never a remote host (the demo's choice).
+    Local,
+    /// The local sentence-embedding model (decision-client's `embedding` feature); its files
+    /// must be installed.
+    Embedding,
     /// The embedded offline lexical model.
     Offline,
 }
@@ -93,6 +104,8 @@ impl AdapterChoice {
             AdapterChoice::Decisions => "decisions",
             AdapterChoice::OpenAiDecisions => "openai-decisions",
             AdapterChoice::ChatLogprobs => "chat-logprobs",
+            AdapterChoice::Local => "local",
+            AdapterChoice::Embedding => "embedding",
             AdapterChoice::Offline => "offline",
         }
     }
@@ -104,6 +117,8 @@ impl AdapterChoice {
             AdapterChoice::Decisions,
             AdapterChoice::OpenAiDecisions,
             AdapterChoice::ChatLogprobs,
+            AdapterChoice::Local,
+            AdapterChoice::Embedding,
             AdapterChoice::Offline,
         ]
         .into_iter()
@@ -134,6 +149,8 @@ pub struct DecisionConfig {
     pub chat_api_key_env: String,
     /// `decision_chat_top_logprobs`, 5 to 20.
     pub chat_top_logprobs: u8,
+    /// `decision_embedding_model_dir`; `None` searches the default places.
+    pub embedding_model_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for DecisionConfig {
@@ -149,6 +166,7 @@ impl Default for DecisionConfig {
             chat_model: None,
             chat_api_key_env: "OPENROUTER_API_KEY".to_owned(),
             chat_top_logprobs: 10,
+            embedding_model_dir: None,
         }
     }
 }
@@ -235,7 +253,7 @@ impl DecisionConfig {
         }
         let mut c = DecisionConfig::default();
         if let Some(v) = map.get(KEY_ADAPTER) {
-            const EXPECTED: &str = "one of \"auto\", \"decisions\", \"openai-decisions\", \"chat-logprobs\", \"offline\"";
+            const EXPECTED: &str = "one of \"auto\", \"decisions\", \"openai-decisions\", \"chat-logprobs\", \"local\", \"embedding\", \"offline\"";
             c.adapter = v
                 .as_str()
                 .and_then(AdapterChoice::parse)
@@ -287,6 +305,19 @@ impl DecisionConfig {
                 .filter(|n| (5..=20).contains(n))
                 .and_then(|n| u8::try_from(n).ok())
                 .ok_or_else(|| invalid(KEY_CHAT_TOP_LOGPROBS, "an integer from 5 to 20", v))?;
+        }
+        match map.get(KEY_EMBEDDING_MODEL_DIR) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if !s.trim().is_empty() => {
+                c.embedding_model_dir = Some(s.trim().into());
+            }
+            Some(other) => {
+                return Err(invalid(
+                    KEY_EMBEDDING_MODEL_DIR,
+                    "a directory path string or null",
+                    other,
+                ));
+            }
         }
         Ok(c)
     }

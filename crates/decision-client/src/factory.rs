@@ -2,7 +2,11 @@
 //! and the environment, and says in words why it chose what it chose.
 //!
 //! - `auto`: the Decisions API when the variable named by `decision_api_key_env` is set and
-//!   not blank, else the offline lexical model.
+//!   not blank, else `local`.
+//! - `local`: the embedding model when its files are installed (and this build has the
+//!   `embedding` feature), else the offline lexical model, the reason saying why and how to
+//!   install the files. Never a remote host.
+//! - `embedding`: the embedding model; its files must be installed.
 //! - `decisions`: the Decisions API, with the key when set and without one otherwise (for
 //!   self-hosted LiteLLM or SGLang).
 //! - `openai-decisions`: the OpenAI Decisions wire shape at the same `decision_api_*` endpoint
@@ -56,6 +60,10 @@ pub enum FactoryError {
         /// Why.
         source: DecisionError,
     },
+    /// The embedding model's files are absent or damaged.
+    #[error("cannot build the embedding decision adapter: {0}")]
+    #[cfg(feature = "embedding")]
+    ModelFiles(#[from] crate::embedding::ModelFileError),
     /// The adapter needs a Cargo feature this build of the crate does not have.
     #[error(
         "the {adapter} decision adapter is not in this build: it needs decision-client's \
@@ -82,18 +90,17 @@ pub fn process_env(name: &str) -> Option<String> {
 pub fn build_decision_model(
     _settings: &EffectiveSettings,
     config: &DecisionConfig,
-    _env: impl Fn(&str) -> Option<String>,
+    env: impl Fn(&str) -> Option<String>,
 ) -> Result<Selected, FactoryError> {
-    let offline = |reason: &str| Selected {
-        model: Arc::new(OfflineLexical),
-        adapter: AdapterChoice::Offline,
-        reason: reason.to_owned(),
-    };
     match config.adapter {
-        AdapterChoice::Auto => Ok(offline(
-            "offline lexical model: built without the remote adapters (feature `http`)",
+        AdapterChoice::Auto => Ok(local(
+            config,
+            &env,
+            "built without the remote adapters (feature `http`)",
         )),
-        AdapterChoice::Offline => Ok(offline("offline lexical model (configured)")),
+        AdapterChoice::Local | AdapterChoice::Embedding | AdapterChoice::Offline => {
+            local_choice(config, &env)
+        }
         remote => Err(FactoryError::NotBuilt {
             adapter: remote.as_str(),
             feature: "http",
@@ -127,11 +134,6 @@ pub fn build_decision_model(
                 source,
             })
     };
-    let offline = |reason: String| Selected {
-        model: Arc::new(OfflineLexical),
-        adapter: AdapterChoice::Offline,
-        reason,
-    };
     // A name is printed only when it is one: `from_map` refuses anything else, and a config
     // built by hand with a pasted key must not put the key in the reason either.
     let env_name = shown_env_var_name(&config.api_key_env);
@@ -142,9 +144,7 @@ pub fn build_decision_model(
                 Some(key),
                 format!("Decisions API {api_url} with model {model}: {env_name} is set"),
             ),
-            None => Ok(offline(format!(
-                "offline lexical model: {env_name} is not set"
-            ))),
+            None => Ok(local(config, &env, &format!("{env_name} is not set"))),
         },
         AdapterChoice::Decisions => {
             let reason = match &api_key {
@@ -205,6 +205,82 @@ pub fn build_decision_model(
                 source,
             })
         }
-        AdapterChoice::Offline => Ok(offline("offline lexical model (configured)".to_owned())),
+        AdapterChoice::Local | AdapterChoice::Embedding | AdapterChoice::Offline => {
+            local_choice(config, &env)
+        }
     }
+}
+
+/// The lexical model, and why.
+fn lexical(reason: String) -> Selected {
+    Selected {
+        model: Arc::new(OfflineLexical),
+        adapter: AdapterChoice::Offline,
+        reason,
+    }
+}
+
+/// A configured local choice: `offline`, `local` or `embedding`.
+fn local_choice(
+    config: &DecisionConfig,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<Selected, FactoryError> {
+    match config.adapter {
+        AdapterChoice::Embedding => embedding(config, env, "configured"),
+        AdapterChoice::Local => Ok(local(config, env, "decision_adapter is \"local\"")),
+        _ => Ok(lexical("offline lexical model (configured)".to_owned())),
+    }
+}
+
+/// The embedding model when its files are installed, else the lexical model; `why` says
+/// why no remote model was chosen.
+fn local(config: &DecisionConfig, env: &impl Fn(&str) -> Option<String>, why: &str) -> Selected {
+    match embedding(config, env, why) {
+        Ok(selected) => selected,
+        Err(e) => lexical(format!("offline lexical model: {why}; {}", unavailable(&e))),
+    }
+}
+
+#[cfg(feature = "embedding")]
+fn unavailable(e: &FactoryError) -> String {
+    match e {
+        FactoryError::ModelFiles(files) => format!("embedding model unavailable: {files}"),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(not(feature = "embedding"))]
+fn unavailable(_: &FactoryError) -> String {
+    "this build has no embedding model (decision-client's `embedding` feature)".to_owned()
+}
+
+#[cfg(feature = "embedding")]
+fn embedding(
+    config: &DecisionConfig,
+    env: &impl Fn(&str) -> Option<String>,
+    why: &str,
+) -> Result<Selected, FactoryError> {
+    use crate::embedding::{EmbeddingModel, MODEL_NAME, files};
+    let dir = files::resolve(config.embedding_model_dir.as_deref(), env)?;
+    let reason = format!(
+        "embedding model {MODEL_NAME} (local, files in {}): {why}",
+        dir.path().display()
+    );
+    Ok(Selected {
+        model: Arc::new(EmbeddingModel::new(dir)),
+        adapter: AdapterChoice::Embedding,
+        reason,
+    })
+}
+
+#[cfg(not(feature = "embedding"))]
+fn embedding(
+    _config: &DecisionConfig,
+    _env: &impl Fn(&str) -> Option<String>,
+    _why: &str,
+) -> Result<Selected, FactoryError> {
+    Err(FactoryError::NotBuilt {
+        adapter: "embedding",
+        feature: "embedding",
+    })
 }

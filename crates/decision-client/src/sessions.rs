@@ -1,4 +1,4 @@
-//! Labelled research sessions (`../shared/data/research-sessions/`, format in its README) and
+//! Labelled research sessions (`data/research-sessions/`, format in its README) and
 //! the decision state the engine sends after each of their turns.
 //!
 //! Each turn is turned into events the way `compaction replay` does (the user's query, the

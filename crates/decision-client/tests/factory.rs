@@ -22,18 +22,62 @@ fn config(v: serde_json::Value) -> DecisionConfig {
     DecisionConfig::from_map(v.as_object().unwrap()).unwrap()
 }
 
+/// Without a key and without the embedding model's files (no cache directory in this
+/// environment), `auto` is the lexical model and says how to install the files.
 #[test]
-fn auto_without_a_key_is_offline_and_says_so() {
+fn auto_without_a_key_or_model_files_is_offline_and_says_so() {
     let settings = Settings::default().effective().unwrap();
     for blank in [&[][..], &[("OPENROUTER_API_KEY", "   ")][..]] {
         let s = build_decision_model(&settings, &DecisionConfig::default(), env(blank)).unwrap();
         assert_eq!(s.adapter, AdapterChoice::Offline);
-        assert_eq!(
-            s.reason,
-            "offline lexical model: OPENROUTER_API_KEY is not set"
+        assert!(
+            s.reason
+                .starts_with("offline lexical model: OPENROUTER_API_KEY is not set; "),
+            "{}",
+            s.reason
         );
+        let install = if cfg!(feature = "embedding") {
+            "cargo xtask fetch-model"
+        } else {
+            "`embedding` feature"
+        };
+        assert!(s.reason.contains(install), "{}", s.reason);
         assert_eq!(s.model.info().system, "offline");
     }
+}
+
+/// `embedding` needs its files: without them it is an error naming what is missing; `local`
+/// falls back to the lexical model.
+#[test]
+fn embedding_without_its_files_is_an_error_and_local_falls_back() {
+    let settings = Settings::default().effective().unwrap();
+    let dir = std::env::temp_dir().join(format!("ac-no-model-{}", std::process::id()));
+    let err = build_decision_model(
+        &settings,
+        &config(json!({"decision_adapter": "embedding", "decision_embedding_model_dir": dir})),
+        env(&[]),
+    )
+    .unwrap_err()
+    .to_string();
+    let expected = if cfg!(feature = "embedding") {
+        "config.json: missing"
+    } else {
+        "`embedding` feature"
+    };
+    assert!(err.contains(expected), "{err}");
+    let s = build_decision_model(
+        &settings,
+        &config(json!({"decision_adapter": "local", "decision_embedding_model_dir": dir})),
+        env(&[("OPENROUTER_API_KEY", "sk-1")]),
+    )
+    .unwrap();
+    assert_eq!(s.adapter, AdapterChoice::Offline);
+    assert!(
+        s.reason
+            .starts_with("offline lexical model: decision_adapter is \"local\"; "),
+        "{}",
+        s.reason
+    );
 }
 
 #[test]

@@ -9,7 +9,27 @@ pub(crate) fn compaction() -> Command {
     command
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .env_remove("COMPACTION_LOG");
+        .env_remove("COMPACTION_LOG")
+        // The embedding model's files are looked for where none are: every test but the
+        // embedding model's own runs the lexical model, whatever this machine has installed.
+        .env("XDG_CACHE_HOME", NO_MODEL_CACHE)
+        .env("HF_HUB_CACHE", NO_MODEL_CACHE);
+    command
+}
+
+/// A cache directory that does not exist.
+pub(crate) const NO_MODEL_CACHE: &str = "/nonexistent/compaction-test-cache";
+
+/// `compaction` with the process's own environment for the embedding model's files: the
+/// installed model when there is one.
+pub(crate) fn compaction_with_installed_model() -> Command {
+    let mut command = compaction();
+    for var in ["XDG_CACHE_HOME", "HF_HUB_CACHE"] {
+        match std::env::var_os(var) {
+            Some(v) => command.env(var, v),
+            None => command.env_remove(var),
+        };
+    }
     command
 }
 

@@ -20,8 +20,8 @@
 //! | `user_length` | ln(1 + content words of the query) | — |
 //! | `stuck_cue` | a clarification or correction phrase in the query (`hang on`, `are you sure`, `you said`, …) | NOT STUCK |
 //! | `drill_cue` | a drill-down phrase (`more detail`, `what about the`, `in that case`, …) | NOT STUCK (drilling down) |
-//! | `pivot_cue` | a pivot or return phrase (`switching gears`, `moving on`, `back to`, `going back to`, …) | PROGRESS/PIVOT |
-//! | `wrap_up_latest` | the query itself wraps up (`recap`, `into a table`, `that's enough`, …): the turn still belongs to the unit | CLOSED-UNIT (not yet advancing) |
+//! | `pivot_cue` | a pivot or return phrase (`changing topics`, `new topic`, `back to`, `going back`, …) | PROGRESS/PIVOT |
+//! | `wrap_up_latest` | the query itself wraps up (`summarize`, `in a table`, `for now`, …): the turn still belongs to the unit | CLOSED-UNIT (not yet advancing) |
 //! | `unit_closed` | the earlier unit is closed: the previous turn's query wrapped it up, or the query itself says it moves on (a pivot or return phrase) | CLOSED-UNIT |
 //! | `thanks_previous` | the previous query opened with thanks or approval | CLOSED-UNIT (weak) |
 //! | `reference_cue` | the query points back at the previous turn (`that`, `those`, `this`, `you said`, `your table`, `given those`, …, in its first words) | continuity: drilling down |
@@ -83,39 +83,44 @@ pub const FITTED_FEATURES: [&str; N_FEATURES] = [
 ];
 
 // FITTED-CONSTANTS-BEGIN
-// Fitted by `cargo run -p adaptive-compaction-decision-client --example fit_offline_model`: weights on 1177 TIAGE
+// Fitted by `cargo run -p adaptive-compaction-decision-client --features eval --example fit_offline_model`: weights on 1177 TIAGE
 // train cases + sessions ["neuro-fmri", "ecology-pollinators"] (weight 30), Platt on 397 TIAGE dev
 // cases + sessions ["astro-exoplanets"] (weight 30).
 /// Fitted weights, same order as [`FITTED_FEATURES`].
 #[allow(clippy::approx_constant)]
 pub const WEIGHTS: [f64; N_FEATURES] = [
-    0.5181,  // novelty_earlier
-    1.5910,  // novelty_last_pair
-    1.3239,  // reply_novelty
-    -1.3492, // previous_asked
-    1.4087,  // user_asks
-    0.0416,  // answer_opening
-    0.3729,  // user_length
-    -0.0112, // stuck_cue
-    -0.2536, // drill_cue
-    0.5632,  // pivot_cue
-    -3.1774, // wrap_up_latest
-    4.6876,  // unit_closed
-    0.5489,  // thanks_previous
-    -0.7854, // reference_cue
-    -0.7005, // shared_figure
-    -1.7740, // open_loop
-    0.7873,  // return_overlap
-    -1.2510, // no_earlier
-    -4.7976, // research_context
+    0.6831,  // novelty_earlier
+    1.9014,  // novelty_last_pair
+    2.0099,  // reply_novelty
+    -1.4044, // previous_asked
+    1.5381,  // user_asks
+    0.1482,  // answer_opening
+    0.3127,  // user_length
+    0.4268,  // stuck_cue
+    -0.3500, // drill_cue
+    1.4977,  // pivot_cue
+    -2.7457, // wrap_up_latest
+    4.0628,  // unit_closed
+    -0.2569, // thanks_previous
+    -0.9478, // reference_cue
+    -1.4182, // shared_figure
+    -0.9242, // open_loop
+    0.7591,  // return_overlap
+    -2.2883, // no_earlier
+    -3.1624, // research_context
 ];
 /// Fitted with [`WEIGHTS`].
-pub const BIAS: f64 = -3.6795;
+pub const BIAS: f64 = -4.7356;
 /// Platt scaling slope.
-pub const PLATT_A: f64 = 1.3395;
+pub const PLATT_A: f64 = 0.5200;
 /// Platt scaling intercept.
-pub const PLATT_B: f64 = 0.0246;
+pub const PLATT_B: f64 = -0.1417;
 // FITTED-CONSTANTS-END
+
+// Issue 31: every cue phrase that occurred in a labelled research session and in no
+// independent corpus (TIAGE's utterances) was removed, 41 in all; docs/DECISION-QUALITY.md
+// lists them with the ablation's figures. A phrase is added only when TIAGE or text nobody
+// here wrote uses it, never because a labelled session needs it.
 
 /// Clarification or correction phrases, matched on word bounds in the user message.
 pub const STUCK_CUES: &[&str] = &[
@@ -150,17 +155,12 @@ pub const STUCK_CUES: &[&str] = &[
     "wait",
     "hang on",
     "are you sure",
-    "doesn't add up",
     "does not add up",
-    "doesn't square",
-    "re-check",
     "recheck",
     "double-check",
     "double check",
     "something else",
     "that seems",
-    "far too",
-    "hold on",
     "no i",
     "that's not right",
     "not quite",
@@ -174,7 +174,6 @@ pub const DRILL_CUES: &[&str] = &[
     "go deeper",
     "dig into",
     "follow up",
-    "what about the",
     "in that case",
     "how does that",
     "why does that",
@@ -185,7 +184,6 @@ pub const DRILL_CUES: &[&str] = &[
     "explain why",
     "explain how",
     "specifically",
-    "for example",
     "which of these",
     "which one",
     "how much",
@@ -200,16 +198,12 @@ pub const DRILL_CUES: &[&str] = &[
 ];
 /// Pivot phrases.
 pub const PIVOT_CUES: &[&str] = &[
-    "switching",
-    "switch to",
     "switch gears",
     "another question",
     "different question",
     "different topic",
     "separate question",
     "unrelated",
-    "moving on",
-    "move on",
     "now let's",
     "let's turn to",
     "turning to",
@@ -230,7 +224,6 @@ pub const PIVOT_CUES: &[&str] = &[
     "new direction",
     "next phase",
     "next step",
-    "switching gears",
     "back to",
     "going back",
     "returning to",
@@ -239,35 +232,15 @@ pub const PIVOT_CUES: &[&str] = &[
 ];
 /// Phrases that wrap a unit up: a recap, a deliverable, "that's enough".
 pub const WRAP_UP_CUES: &[&str] = &[
-    "recap",
     "summarize",
     "summarise",
     "sum up",
     "in a table",
-    "into a table",
-    "into one table",
-    "one table",
-    "compact table",
-    "final table",
-    "a table",
     "in bullets",
-    "bullets",
-    "draft",
-    "write this up",
     "write it up",
-    "that's enough",
     "that is enough",
-    "that's all",
-    "that's it",
-    "i'm done",
     "done with",
-    "that settles",
-    "settles the",
-    "before i move on",
-    "what i needed",
-    "all i need",
     "for now",
-    "for today",
 ];
 /// Phrases that point back at the previous turn, matched in the query's first
 /// [`REFERENCE_WINDOW`] words.
@@ -281,15 +254,8 @@ pub const REFERENCE_CUES: &[&str] = &[
     "so",
     "and",
     "or",
-    "if so",
     "you said",
-    "your table",
     "your answer",
-    "last answer",
-    "last turn",
-    "that last",
-    "given those",
-    "given that",
     "related",
     "same",
     "which of",
@@ -308,12 +274,10 @@ pub const CLOSURE_CUES: &[&str] = &[
     "understood",
     "excellent",
     "that answers",
-    "that settles",
     "clear now",
     "good to know",
     "great",
     "useful",
-    "helpful",
 ];
 /// Openings that read as an answer to the previous message.
 const ANSWER_OPENERS: &[&str] = &[
@@ -429,7 +393,7 @@ fn overlap(words: &[&str], reference: &WordSet<'_>) -> f64 {
 
 /// The turns of a state: its structured turns, or, for a state made from text alone, the
 /// case format's reading of its Markdown.
-fn turns_of(state: &DecisionState) -> std::borrow::Cow<'_, [StateTurn]> {
+pub(crate) fn turns_of(state: &DecisionState) -> std::borrow::Cow<'_, [StateTurn]> {
     if state.turns.is_empty()
         && !(state.earlier_discussion.is_empty() && state.latest_turn.is_empty())
     {
@@ -651,7 +615,7 @@ mod tests {
         assert!(f.stuck_cue && f.user_asks && !f.pivot_cue);
         let g = Features::of(&state(
             EARLIER,
-            "**User**: Thanks. Switching topics: what are LCOS estimates for vanadium redox flow batteries?\n**Assistant**: $0.20-0.35/kWh.",
+            "**User**: Thanks. Changing topics: what are LCOS estimates for vanadium redox flow batteries?\n**Assistant**: $0.20-0.35/kWh.",
         ));
         assert!(g.pivot_cue && !g.stuck_cue);
         assert!(g.novelty_earlier > f.novelty_earlier);
@@ -663,7 +627,7 @@ mod tests {
     fn a_pivot_scores_above_a_clarification_loop() {
         let pivot = probability(&state(
             EARLIER,
-            "**User**: Moving on: what are the current levelized cost of storage estimates for vanadium redox flow batteries in grid peaking?\n**Assistant**: Between $0.20 and $0.35/kWh.",
+            "**User**: New topic: what are the current levelized cost of storage estimates for vanadium redox flow batteries in grid peaking?\n**Assistant**: Between $0.20 and $0.35/kWh.",
         ));
         let stuck = probability(&state(
             EARLIER,
@@ -698,7 +662,7 @@ mod tests {
             })
         };
         let switch = p(
-            "Switching topics: what are current levelized cost of storage estimates for vanadium redox flow batteries in grid peaking?",
+            "Changing topics: what are current levelized cost of storage estimates for vanadium redox flow batteries in grid peaking?",
         );
         let drill = p(
             "Why does silicon expand so much during lithiation, and does the SEI regrow each cycle?",

@@ -1,0 +1,132 @@
+//! The embedding decision model's cost: loading it, one short query, and a probe of a
+//! 2,000-token decision state both warm (every earlier turn already embedded, as in `serve`:
+//! only the new turn is embedded) and cold (every turn embedded). Prints the process's
+//! resident memory before and after the load. Needs the model's files (`cargo xtask
+//! fetch-model`); without them it says so and measures nothing.
+//!
+//! `cargo bench -p adaptive-compaction-decision-client --features embedding --bench embedding -- --warm-up-time 1 --measurement-time 5`
+#![allow(missing_docs, clippy::print_stderr)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use compaction_core::state::StateTurn;
+use compaction_core::{CharsPerToken, DecisionState, TokenEstimator};
+use criterion::{Criterion, criterion_group, criterion_main};
+use decision_client::embedding::files::resolve;
+use decision_client::embedding::{EmbeddingModel, Encoder};
+use decision_client::process_env;
+
+/// Resident memory of this process, in MB (Linux; 0 elsewhere).
+fn rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<f64>().ok())
+        .map_or(0.0, |pages| pages * 4096.0 / 1e6)
+}
+
+const QUERY: &str = "Do silicon-graphite composite anodes suffer from the same lithium plating issues during fast charging, and how large is the effect at 4C compared with 1C?";
+const REPLY: &str = "Silicon composites suffer less from plating because of their slightly higher working potential, but they face particle pulverization from the 300% volume expansion of silicon on lithiation, and a continuously regrowing SEI that consumes lithium inventory every cycle. At 4C the capacity retention after 500 cycles drops to roughly 78% against 91% at 1C in the reported pouch cells, with most of the difference traced to SEI regrowth rather than plating. Pre-lithiation and elastic binders narrow the gap, and electrolyte additives such as FEC extend the cycle life.";
+
+/// A state of about 2,000 tokens (the core's chars/4 estimate); `salt` makes the latest
+/// turn's text new.
+fn state_2000_tokens(salt: usize) -> DecisionState {
+    let mut turns = Vec::new();
+    let mut i = 0;
+    while CharsPerToken.estimate(&turns.iter().map(StateTurn::render).collect::<String>()) < 1_800 {
+        turns.push(StateTurn {
+            user: format!("{QUERY} (point {i})"),
+            assistant: REPLY.to_owned(),
+            ..StateTurn::default()
+        });
+        i += 1;
+    }
+    turns.push(StateTurn {
+        user: format!("Turning to grid storage, question {salt}: what are the current levelized cost estimates for vanadium redox flow batteries?"),
+        assistant: "Stack materials and vanadium electrolyte prices dominate capex; LCOS between $0.20 and $0.35/kWh.".to_owned(),
+        ..StateTurn::default()
+    });
+    let n = turns.len();
+    for (k, t) in turns.iter_mut().enumerate() {
+        t.age = n - 1 - k;
+    }
+    DecisionState {
+        earlier_discussion: turns[..n - 1]
+            .iter()
+            .map(StateTurn::render)
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        latest_turn: turns[n - 1].render(),
+        turns,
+    }
+}
+
+fn benches(c: &mut Criterion) {
+    let dir = match resolve(None, process_env) {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("SKIPPED: {e}");
+            return;
+        }
+    };
+    let before = rss_mb();
+    let encoder = Encoder::load(&dir).expect("load the model");
+    let after = rss_mb();
+    eprintln!(
+        "resident memory: {before:.0} MB before the load, {after:.0} MB after (+{:.0} MB)",
+        after - before
+    );
+    drop(encoder);
+    c.bench_function("embedding_load", |b| {
+        b.iter(|| Encoder::load(&dir).expect("load"))
+    });
+    let encoder = Encoder::load(&dir).expect("load");
+    c.bench_function("embedding_query_30_tokens", |b| {
+        b.iter(|| {
+            encoder
+                .embed(std::hint::black_box(QUERY), 256)
+                .expect("embed")
+        })
+    });
+    let warm = EmbeddingModel::loaded(dir.clone()).expect("load");
+    let salt = AtomicUsize::new(0);
+    let tokens = CharsPerToken.estimate(
+        &state_2000_tokens(0)
+            .turns
+            .iter()
+            .map(StateTurn::render)
+            .collect::<String>(),
+    );
+    eprintln!(
+        "state: {tokens} tokens (chars/4), {} turns",
+        state_2000_tokens(0).turns.len()
+    );
+    warm.probability(&state_2000_tokens(usize::MAX))
+        .expect("probe");
+    c.bench_function("embedding_probe_2000_tokens_warm", |b| {
+        b.iter_batched(
+            || state_2000_tokens(salt.fetch_add(1, Ordering::Relaxed)),
+            |s| warm.probability(&s).expect("probe"),
+            criterion::BatchSize::SmallInput,
+        )
+    });
+    eprintln!("resident memory after the warm probes: {:.0} MB", rss_mb());
+    c.bench_function("embedding_probe_2000_tokens_cold", |b| {
+        b.iter_batched(
+            || {
+                (
+                    EmbeddingModel::loaded(dir.clone()).expect("load"),
+                    state_2000_tokens(0),
+                )
+            },
+            |(m, s)| m.probability(&s).expect("probe"),
+            criterion::BatchSize::PerIteration,
+        )
+    });
+}
+
+criterion_group! {
+    name = embedding;
+    config = Criterion::default().sample_size(20);
+    targets = benches
+}
+criterion_main!(embedding);

@@ -1,0 +1,160 @@
+//! The fit's rows: every decision state embedded once (vectors persisted between runs,
+//! keyed by text) and featurized.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use compaction_core::DecisionState;
+use decision_client::embedding::features::{features, has_table, last_sentence};
+use decision_client::embedding::head;
+use decision_client::embedding::{Encoder, QUERY_TOKENS, REPLY_TOKENS, StateVectors, TurnVectors};
+use decision_client::offline::Features;
+
+#[derive(Clone)]
+pub(crate) struct Row {
+    pub(crate) x: Vec<f64>,
+    pub(crate) y: bool,
+    pub(crate) w: f64,
+    /// Lexical features, for the lexical model beside it.
+    pub(crate) lex: Vec<f64>,
+    /// `turn N` of a session, the case id of TIAGE.
+    pub(crate) name: String,
+    /// 1 in a research context (a research turn in the state), else 0.
+    pub(crate) research: f64,
+    /// p of the committed embedding head and of the committed lexical model (`--shipped`).
+    pub(crate) shipped: (f64, f64),
+}
+
+/// Vectors by (text, max tokens), persisted between runs.
+pub(crate) struct Store {
+    pub(crate) encoder: Encoder,
+    pub(crate) map: HashMap<(String, usize), Vec<f32>>,
+    pub(crate) path: PathBuf,
+    pub(crate) fresh: usize,
+}
+
+impl Store {
+    pub(crate) fn open(encoder: Encoder, path: PathBuf) -> Store {
+        let mut map = HashMap::new();
+        if let Ok(mut f) = std::fs::File::open(&path) {
+            let mut bytes = Vec::new();
+            if f.read_to_end(&mut bytes).is_ok() {
+                let mut i = 0;
+                let take = |i: &mut usize, n: usize| {
+                    let s = bytes.get(*i..*i + n);
+                    *i += n;
+                    s
+                };
+                while let Some(len) = take(&mut i, 4) {
+                    let len = u32::from_le_bytes(len.try_into().unwrap_or_default()) as usize;
+                    let (Some(text), Some(max), Some(v)) =
+                        (take(&mut i, len), take(&mut i, 4), take(&mut i, 384 * 4))
+                    else {
+                        break;
+                    };
+                    let text = String::from_utf8_lossy(text).into_owned();
+                    let max = u32::from_le_bytes(max.try_into().unwrap_or_default()) as usize;
+                    let v = v
+                        .chunks(4)
+                        .map(|c| f32::from_le_bytes(c.try_into().unwrap_or_default()))
+                        .collect();
+                    map.insert((text, max), v);
+                }
+            }
+        }
+        Store {
+            encoder,
+            map,
+            path,
+            fresh: 0,
+        }
+    }
+
+    pub(crate) fn vector(&mut self, text: &str, max: usize) -> Vec<f32> {
+        let key = (text.to_owned(), max);
+        if let Some(v) = self.map.get(&key) {
+            return v.clone();
+        }
+        let v = self
+            .encoder
+            .embed(text, max)
+            .unwrap_or_else(|e| panic!("embedding {text:?}: {e}"));
+        self.fresh += 1;
+        self.map.insert(key, v.clone());
+        v
+    }
+
+    pub(crate) fn save(&self) {
+        if self.fresh == 0 {
+            return;
+        }
+        let mut out = Vec::new();
+        for ((text, max), v) in &self.map {
+            out.extend((text.len() as u32).to_le_bytes());
+            out.extend(text.as_bytes());
+            out.extend((*max as u32).to_le_bytes());
+            for x in v {
+                out.extend(x.to_le_bytes());
+            }
+        }
+        if let Err(e) = std::fs::File::create(&self.path).and_then(|mut f| f.write_all(&out)) {
+            eprintln!("{}: cannot save the vectors: {e}", self.path.display());
+        }
+    }
+
+    pub(crate) fn state(&mut self, state: &DecisionState) -> StateVectors {
+        let turns = if state.turns.is_empty() {
+            decision_client::eval::state_from_markdown(
+                &state.earlier_discussion,
+                &state.latest_turn,
+            )
+            .turns
+        } else {
+            state.turns.clone()
+        };
+        let mut turn = |u: &str, a: &str| TurnVectors {
+            query: self.vector(u, QUERY_TOKENS),
+            reply: self.vector(a, REPLY_TOKENS),
+        };
+        let Some((latest, earlier)) = turns.split_last() else {
+            return StateVectors::default();
+        };
+        let earlier = earlier
+            .iter()
+            .map(|t| turn(&t.user, &t.assistant))
+            .collect();
+        let latest_v = turn(&latest.user, &latest.assistant);
+        let latest_tail = match last_sentence(&latest.user) {
+            Some(tail) => self.vector(tail, QUERY_TOKENS),
+            None => latest_v.query.clone(),
+        };
+        StateVectors {
+            earlier,
+            latest: latest_v,
+            latest_tail,
+            previous_table: turns
+                .len()
+                .checked_sub(2)
+                .is_some_and(|i| has_table(&turns[i].assistant)),
+        }
+    }
+
+    pub(crate) fn row(&mut self, state: &DecisionState, y: bool, w: f64, name: String) -> Row {
+        let lexical = Features::of(state);
+        let v = self.state(state);
+        let x = features(&v, &lexical);
+        Row {
+            shipped: (
+                head::probability(&x, lexical.research_context),
+                decision_client::offline::probability(state),
+            ),
+            x: x.to_vec(),
+            y,
+            w,
+            lex: lexical.fitted().to_vec(),
+            name,
+            research: if lexical.research_context { 1.0 } else { 0.0 },
+        }
+    }
+}

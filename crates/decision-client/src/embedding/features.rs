@@ -1,0 +1,326 @@
+//! The embedding model's features: similarities of meaning between the latest turn and the
+//! earlier ones, beside the lexical model's features. The similarities are pure arithmetic
+//! over unit vectors: no cue phrase, no rule.
+//!
+//! | feature | meaning |
+//! | --- | --- |
+//! | `sim_prev_query` | cosine of the query and the previous query |
+//! | `sim_prev_turn` | cosine of the query and the previous turn (query + reply) |
+//! | `sim_prev_reply` | cosine of the query and the previous reply |
+//! | `sim_unit` | cosine of the query and the centroid of the last [`UNIT_TURNS`] turns (the current unit) |
+//! | `tail_sim_unit` | the same for the query's last sentence (a query that closes the old unit and then asks something new) |
+//! | `tail_gap` | `sim_unit − tail_sim_unit`, floored at 0: the query's request moves away from what its opening still talks about |
+//! | `return_gain` | best cosine of the query with a turn older than the unit, minus `sim_unit`, floored at 0 (a return to an earlier unit) |
+//! | `reply_sim_unit` | cosine of the latest reply and the centroid of the unit's replies |
+//! | `reply_sim_prev_query` | cosine of the latest reply and the previous query |
+//! | `prev_shift` | 1 − cosine of the previous query and the turns before it: the previous turn itself changed the subject, so this one follows it |
+//! | `prev_recap` | cosine of the previous reply and the turns before it: the previous turn looked back over the unit (a recap, a comparison), so the unit may be done |
+//! | `prev_table` | the previous reply holds a Markdown table (structure: a deliverable that gathers the unit) |
+//! | the lexical model's fitted features but `research_context` | [`crate::offline`] (novelty shares, a question, query length, the cue lists that occur in TIAGE, …) |
+//!
+//! Each of these appears twice, in a chit-chat block (`chat.*`, zero in a research context)
+//! and a research block (`research.*`, zero outside one), then `research_context`: the decision
+//! state of a research session holds long findings summaries in one field, usually just one
+//! earlier turn within the 500-token budget, while chit-chat wanders; one weight per context
+//! lets TIAGE fit the first block and the research sessions the second.
+
+use crate::offline::{FITTED_FEATURES as LEXICAL_FEATURES, Features as Lexical};
+
+/// How many of the latest earlier turns make up the current unit.
+pub const UNIT_TURNS: usize = 3;
+
+/// The vectors of one turn.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TurnVectors {
+    /// The user query.
+    pub query: Vec<f32>,
+    /// The assistant reply (its opening).
+    pub reply: Vec<f32>,
+}
+
+impl TurnVectors {
+    /// Query and reply together: their normalised sum.
+    fn whole(&self) -> Vec<f32> {
+        centroid([self.query.as_slice(), self.reply.as_slice()])
+    }
+}
+
+/// True when `text` holds a Markdown table: two or more lines that start and end with `|`.
+pub fn has_table(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| l.len() > 2 && l.starts_with('|') && l.ends_with('|'))
+        .count()
+        >= 2
+}
+
+/// The vectors of a decision state's turns.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StateVectors {
+    /// Earlier turns, oldest first.
+    pub earlier: Vec<TurnVectors>,
+    /// The latest turn.
+    pub latest: TurnVectors,
+    /// The latest query's last sentence (the query itself when it has one sentence).
+    pub latest_tail: Vec<f32>,
+    /// The previous reply holds a Markdown table.
+    pub previous_table: bool,
+}
+
+/// Number of similarity features (the first block of [`BASE_NAMES`]).
+pub const N_SIMILARITIES: usize = 12;
+/// Number of features of one context block: the similarities and the lexical model's fitted
+/// features but its last (`research_context`, which chooses the block).
+pub const N_BASE: usize = N_SIMILARITIES + LEXICAL_FEATURES.len() - 1;
+/// Number of fitted features: a chit-chat block, a research block, and `research_context`.
+pub const N_FEATURES: usize = 2 * N_BASE + 1;
+
+/// The similarities of meaning, in order.
+pub const SIMILARITY_NAMES: [&str; N_SIMILARITIES] = [
+    "sim_prev_query",
+    "sim_prev_turn",
+    "sim_prev_reply",
+    "sim_unit",
+    "tail_sim_unit",
+    "tail_gap",
+    "return_gain",
+    "reply_sim_unit",
+    "reply_sim_prev_query",
+    "prev_shift",
+    "prev_recap",
+    "prev_table",
+];
+
+/// Names of the fitted features, in weight order: `chat.<name>` for the chit-chat block
+/// (0 in a research context), `research.<name>` for the research block (0 outside one), then
+/// `research_context`.
+pub fn feature_names() -> Vec<String> {
+    let base: Vec<&str> = SIMILARITY_NAMES
+        .iter()
+        .chain(&LEXICAL_FEATURES[..LEXICAL_FEATURES.len() - 1])
+        .copied()
+        .collect();
+    ["chat", "research"]
+        .iter()
+        .flat_map(|block| base.iter().map(move |n| format!("{block}.{n}")))
+        .chain(std::iter::once("research_context".to_owned()))
+        .collect()
+}
+
+/// Cosine of two vectors (0 when either is zero).
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
+    for (x, y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(*x), f64::from(*y));
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+/// The normalised sum of `vectors` (empty when there is none).
+pub fn centroid<'a>(vectors: impl IntoIterator<Item = &'a [f32]>) -> Vec<f32> {
+    let mut sum: Vec<f32> = Vec::new();
+    for v in vectors {
+        if sum.is_empty() {
+            sum = vec![0.0; v.len()];
+        }
+        for (s, x) in sum.iter_mut().zip(v) {
+            *s += x;
+        }
+    }
+    let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        sum.iter_mut().for_each(|x| *x /= norm);
+    }
+    sum
+}
+
+fn flag(b: bool) -> f64 {
+    if b { 1.0 } else { 0.0 }
+}
+
+/// The similarities of meaning of a state, in [`SIMILARITY_NAMES`] order.
+pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
+    let q = &v.latest.query;
+    let n = v.earlier.len();
+    let unit = &v.earlier[n.saturating_sub(UNIT_TURNS)..];
+    let older = &v.earlier[..n.saturating_sub(UNIT_TURNS)];
+    let wholes: Vec<Vec<f32>> = unit.iter().map(TurnVectors::whole).collect();
+    let unit_centroid = centroid(wholes.iter().map(Vec::as_slice));
+    let unit_replies = centroid(unit.iter().map(|t| t.reply.as_slice()));
+    let (previous, prev_shift, prev_recap) = match v.earlier.split_last() {
+        Some((prev, before)) => {
+            let before = &before[before.len().saturating_sub(UNIT_TURNS)..];
+            let wholes: Vec<Vec<f32>> = before.iter().map(TurnVectors::whole).collect();
+            let before_centroid = centroid(wholes.iter().map(Vec::as_slice));
+            let (shift, recap) = if before.is_empty() {
+                (0.0, 0.0)
+            } else {
+                (
+                    1.0 - cosine(&prev.query, &before_centroid),
+                    cosine(&prev.reply, &before_centroid),
+                )
+            };
+            let sims = [
+                cosine(q, &prev.query),
+                cosine(q, &prev.whole()),
+                cosine(q, &prev.reply),
+                cosine(&v.latest.reply, &prev.query),
+            ];
+            (sims, shift, recap)
+        }
+        None => ([0.0; 4], 0.0, 0.0),
+    };
+    let sim_unit = cosine(q, &unit_centroid);
+    let tail_sim_unit = cosine(&v.latest_tail, &unit_centroid);
+    let best_older = older
+        .iter()
+        .map(|t| cosine(q, &t.whole()))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let return_gain = if older.is_empty() {
+        0.0
+    } else {
+        (best_older - sim_unit).max(0.0)
+    };
+    [
+        previous[0],
+        previous[1],
+        previous[2],
+        sim_unit,
+        tail_sim_unit,
+        (sim_unit - tail_sim_unit).max(0.0),
+        return_gain,
+        cosine(&v.latest.reply, &unit_replies),
+        previous[3],
+        prev_shift,
+        prev_recap,
+        flag(v.previous_table),
+    ]
+}
+
+/// The fitted features of a state from its vectors and its lexical features: the
+/// similarities and the lexical features in the block of the state's context (research or
+/// chit-chat, the other block 0), then `research_context`. Research sessions stay within one
+/// field and pivot about once in six turns, chit-chat wanders: one weight per context lets
+/// each be fitted on its own data.
+pub fn features(v: &StateVectors, lexical: &Lexical) -> [f64; N_FEATURES] {
+    let research = lexical.research_context;
+    let lex = lexical.fitted();
+    let mut x = [0.0; N_FEATURES];
+    let block = if research { N_BASE } else { 0 };
+    for (slot, value) in x[block..block + N_BASE].iter_mut().zip(
+        similarities(v)
+            .into_iter()
+            .chain(lex[..lex.len() - 1].iter().copied()),
+    ) {
+        *slot = value;
+    }
+    x[N_FEATURES - 1] = flag(research);
+    x
+}
+
+/// The last sentence of `query` with at least three words, when the query has more than
+/// one sentence; `None` otherwise.
+pub fn last_sentence(query: &str) -> Option<&str> {
+    let trimmed = query.trim();
+    let mut cuts: Vec<usize> = trimmed
+        .char_indices()
+        .filter(|&(i, c)| {
+            matches!(c, '.' | '?' | '!' | ':' | '\n')
+                && trimmed[i + c.len_utf8()..]
+                    .chars()
+                    .next()
+                    .is_some_and(char::is_whitespace)
+        })
+        .map(|(i, c)| i + c.len_utf8())
+        .collect();
+    if cuts.is_empty() {
+        return None;
+    }
+    let mut ends = cuts.clone();
+    ends.push(trimmed.len());
+    cuts.insert(0, 0);
+    // From the last sentence backwards, the first one long enough to be a sentence.
+    cuts.iter()
+        .zip(&ends)
+        .rev()
+        .map(|(&start, &end)| trimmed[start..end].trim())
+        .find(|s| s.split_whitespace().count() >= 3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(v: &[f32]) -> Vec<f32> {
+        centroid([v])
+    }
+
+    #[test]
+    fn one_name_per_feature_in_two_blocks() {
+        let names = feature_names();
+        assert_eq!(names.len(), N_FEATURES);
+        assert_eq!(names[0], "chat.sim_prev_query");
+        assert_eq!(names[N_BASE], "research.sim_prev_query");
+        assert_eq!(names[N_FEATURES - 1], "research_context");
+    }
+
+    #[test]
+    fn cosine_and_centroid_by_hand() {
+        assert!((cosine(&[1.0, 0.0], &[1.0, 1.0]) - 0.5f64.sqrt()).abs() < 1e-6);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
+        let c = centroid([[1.0f32, 0.0].as_slice(), [0.0, 1.0].as_slice()]);
+        assert!((c[0] - 0.5f32.sqrt()).abs() < 1e-6 && (c[1] - c[0]).abs() < 1e-6);
+        assert!(centroid(std::iter::empty::<&[f32]>()).is_empty());
+    }
+
+    #[test]
+    fn the_last_sentence_is_the_request_after_a_wrap_up() {
+        assert_eq!(
+            last_sentence(
+                "Good, that closes the first part. Different paper now: how do kelp forests store carbon?"
+            ),
+            Some("how do kelp forests store carbon?")
+        );
+        assert_eq!(last_sentence("How do kelp forests store carbon?"), None);
+        // A short trailing fragment is not a sentence: the one before it is taken.
+        assert_eq!(
+            last_sentence("Okay. Tell me about kelp carbon storage. Thanks!"),
+            Some("Tell me about kelp carbon storage.")
+        );
+    }
+
+    /// A query pointing away from the unit scores lower similarities than one that stays,
+    /// and a return to an older turn shows as a gain.
+    #[test]
+    fn similarities_follow_the_vectors() {
+        let a = unit(&[1.0, 0.0, 0.0]);
+        let b = unit(&[0.0, 1.0, 0.0]);
+        let c = unit(&[0.0, 0.0, 1.0]);
+        let turn = |v: &Vec<f32>| TurnVectors {
+            query: v.clone(),
+            reply: v.clone(),
+        };
+        let earlier = vec![turn(&c), turn(&a), turn(&a), turn(&a)];
+        let state = |q: &Vec<f32>| StateVectors {
+            earlier: earlier.clone(),
+            latest: turn(q),
+            latest_tail: q.clone(),
+            previous_table: false,
+        };
+        let lexical = Lexical::default();
+        let stay = features(&state(&a), &lexical);
+        let away = features(&state(&b), &lexical);
+        let back = features(&state(&c), &lexical);
+        assert!((stay[3] - 1.0).abs() < 1e-6 && away[3].abs() < 1e-6);
+        assert!(back[6] > 0.99 && stay[6] == 0.0, "{back:?}");
+        // Outside a research context the research block is zero.
+        assert!(stay[N_BASE..N_FEATURES].iter().all(|x| *x == 0.0));
+    }
+}

@@ -1,0 +1,184 @@
+//! The embedding model as a [`DecisionModel`]: the encoder loaded on the first probe, and
+//! every text's vector cached in memory.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use async_trait::async_trait;
+use compaction_core::state::StateTurn;
+use compaction_core::{
+    AdapterError, DecisionAnswer, DecisionModel, DecisionState, ModelInfo, ProbeRequest,
+};
+
+use super::encoder::Encoder;
+use super::features::{self, StateVectors, TurnVectors};
+use super::files::{ModelDir, ModelFileError};
+use super::{CACHE_ENTRIES, MODEL_NAME, QUERY_TOKENS, REPLY_TOKENS, probability};
+
+/// Vectors by (hash of the text, tokens embedded).
+type Vectors = HashMap<(u64, usize), Arc<[f32]>>;
+
+/// Vectors by text, computed once.
+#[derive(Debug, Default)]
+pub struct VectorCache {
+    map: Mutex<Vectors>,
+}
+
+fn key(text: &str, max_tokens: usize) -> (u64, usize) {
+    let mut h = std::hash::DefaultHasher::new();
+    text.hash(&mut h);
+    (h.finish(), max_tokens)
+}
+
+impl VectorCache {
+    /// The vector of `text`'s first `max_tokens` tokens, embedded by `encoder` unless cached.
+    pub fn vector(
+        &self,
+        encoder: &Encoder,
+        text: &str,
+        max_tokens: usize,
+    ) -> Result<Arc<[f32]>, String> {
+        let k = key(text, max_tokens);
+        if let Some(v) = self.lock().get(&k) {
+            return Ok(v.clone());
+        }
+        let v: Arc<[f32]> = encoder.embed(text, max_tokens)?.into();
+        let mut map = self.lock();
+        if map.len() >= CACHE_ENTRIES {
+            map.clear();
+        }
+        map.insert(k, v.clone());
+        Ok(v)
+    }
+
+    /// Vectors held.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// True when no vector is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vectors> {
+        // A panic while holding the lock leaves a usable map of complete entries.
+        self.map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The vectors of `state`'s turns, from `cache`.
+pub fn state_vectors(
+    encoder: &Encoder,
+    cache: &VectorCache,
+    turns: &[StateTurn],
+) -> Result<StateVectors, String> {
+    let turn = |t: &StateTurn| -> Result<TurnVectors, String> {
+        Ok(TurnVectors {
+            query: cache.vector(encoder, &t.user, QUERY_TOKENS)?.to_vec(),
+            reply: cache.vector(encoder, &t.assistant, REPLY_TOKENS)?.to_vec(),
+        })
+    };
+    let Some((latest, earlier)) = turns.split_last() else {
+        return Ok(StateVectors::default());
+    };
+    let latest_vectors = turn(latest)?;
+    let latest_tail = match features::last_sentence(&latest.user) {
+        Some(tail) => cache.vector(encoder, tail, QUERY_TOKENS)?.to_vec(),
+        None => latest_vectors.query.clone(),
+    };
+    Ok(StateVectors {
+        earlier: earlier.iter().map(turn).collect::<Result<_, _>>()?,
+        latest: latest_vectors,
+        latest_tail,
+        previous_table: earlier
+            .last()
+            .is_some_and(|t| features::has_table(&t.assistant)),
+    })
+}
+
+/// The embedding model as a [`DecisionModel`]; the encoder loads on the first probe.
+pub struct EmbeddingModel {
+    dir: ModelDir,
+    encoder: OnceLock<Result<Arc<Encoder>, String>>,
+    cache: VectorCache,
+}
+
+impl std::fmt::Debug for EmbeddingModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddingModel")
+            .field("dir", &self.dir)
+            .field("loaded", &self.encoder.get().is_some())
+            .field("cached_vectors", &self.cache.len())
+            .finish()
+    }
+}
+
+impl EmbeddingModel {
+    /// The model over the files of `dir`, not yet loaded.
+    pub fn new(dir: ModelDir) -> EmbeddingModel {
+        EmbeddingModel {
+            dir,
+            encoder: OnceLock::new(),
+            cache: VectorCache::default(),
+        }
+    }
+
+    /// The model with its encoder already loaded (a benchmark, a batch evaluation).
+    pub fn loaded(dir: ModelDir) -> Result<EmbeddingModel, ModelFileError> {
+        let encoder = Encoder::load(&dir)?;
+        let model = EmbeddingModel::new(dir);
+        let _ = model.encoder.set(Ok(Arc::new(encoder)));
+        Ok(model)
+    }
+
+    /// Whether the encoder has been loaded (it loads on the first probe).
+    pub fn is_loaded(&self) -> bool {
+        self.encoder.get().is_some()
+    }
+
+    /// The vectors cached so far.
+    pub fn cached_vectors(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// The encoder, loading it on first use.
+    pub fn encoder(&self) -> Result<Arc<Encoder>, String> {
+        self.encoder
+            .get_or_init(|| {
+                Encoder::load(&self.dir)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+    }
+
+    /// p for `state`.
+    pub fn probability(&self, state: &DecisionState) -> Result<f64, String> {
+        let encoder = self.encoder()?;
+        let turns = crate::offline::turns_of(state);
+        let vectors = state_vectors(&encoder, &self.cache, &turns)?;
+        let p = probability(&vectors, state);
+        Ok(if p.is_finite() {
+            p.clamp(0.0, 1.0)
+        } else {
+            0.5
+        })
+    }
+}
+
+#[async_trait]
+impl DecisionModel for EmbeddingModel {
+    fn info(&self) -> ModelInfo {
+        ModelInfo::new("embedding", "local", MODEL_NAME.to_owned())
+    }
+
+    async fn decide(&self, request: &ProbeRequest) -> Result<DecisionAnswer, AdapterError> {
+        self.probability(&request.state)
+            .map(|p| DecisionAnswer::new(p).with_served_model(MODEL_NAME))
+            .map_err(|e| AdapterError::from(format!("embedding model: {e}")))
+    }
+}

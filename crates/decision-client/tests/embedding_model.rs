@@ -1,0 +1,205 @@
+//! The embedding decision model with its real files (installed by `cargo xtask fetch-model`;
+//! CI installs them). Outside CI a missing install prints a SKIPPED line; under `CI=true` it
+//! fails. Every text is invented for the test.
+#![cfg(feature = "embedding")]
+#![allow(clippy::print_stderr)]
+
+use std::sync::Arc;
+
+use compaction_core::state::StateTurn;
+use compaction_core::{DecisionModel, DecisionState, ProbeRequest, Settings};
+use decision_client::embedding::files::{
+    MODEL_FILES, ModelDir, WEIGHTS_BYTES, WEIGHTS_FILE, resolve,
+};
+use decision_client::embedding::{EmbeddingModel, Encoder, cosine};
+use decision_client::{AdapterChoice, DecisionConfig, build_decision_model, process_env};
+
+/// The installed model directory, or `None` (with a SKIPPED line) outside CI.
+fn installed() -> Option<ModelDir> {
+    match resolve(None, process_env) {
+        Ok(dir) => Some(dir),
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but the embedding model is not installed: {e}")
+        }
+        Err(e) => {
+            eprintln!("SKIPPED: the embedding model's files are absent ({e})");
+            None
+        }
+    }
+}
+
+fn turn(age: usize, user: &str, assistant: &str) -> StateTurn {
+    StateTurn {
+        age,
+        user: user.to_owned(),
+        assistant: assistant.to_owned(),
+        ..StateTurn::default()
+    }
+}
+
+fn state(turns: &[(&str, &str)]) -> DecisionState {
+    let n = turns.len();
+    let turns: Vec<StateTurn> = turns
+        .iter()
+        .enumerate()
+        .map(|(i, (u, a))| turn(n - 1 - i, u, a))
+        .collect();
+    let (latest, earlier) = turns.split_last().unwrap();
+    DecisionState {
+        earlier_discussion: earlier
+            .iter()
+            .map(StateTurn::render)
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        latest_turn: latest.render(),
+        turns,
+    }
+}
+
+const EARLIER: [(&str, &str); 3] = [
+    (
+        "How do sea otters keep warm in cold water without blubber?",
+        "Their fur is the densest of any mammal, about a million hairs per square inch, trapping an insulating layer of air.",
+    ),
+    (
+        "How much do they have to eat each day to stay warm?",
+        "Roughly a quarter of their body weight, because their metabolic rate is two to three times that of a similar land mammal.",
+    ),
+    (
+        "Does that high metabolism change when the water gets warmer?",
+        "It drops somewhat; otters in warmer southern waters eat a smaller share of their weight.",
+    ),
+];
+
+#[test]
+fn paraphrases_are_closer_than_unrelated_questions() {
+    let Some(dir) = installed() else { return };
+    let encoder = Encoder::load(&dir).unwrap();
+    let v = |t: &str| encoder.embed(t, 256).unwrap();
+    let a = v("How do sea otters stay warm in icy water?");
+    let b = v("What keeps sea otters warm when the sea is freezing?");
+    let c = v("Which compiler flags make a Rust binary smaller?");
+    assert_eq!(a.len(), 384);
+    let norm: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+    assert!(
+        cosine(&a, &b) > cosine(&a, &c) + 0.3,
+        "{} {}",
+        cosine(&a, &b),
+        cosine(&a, &c)
+    );
+    // A text longer than the window is cut, not refused.
+    let long = "otters ".repeat(600);
+    assert_eq!(encoder.embed(&long, 256).unwrap().len(), 384);
+}
+
+/// The factory finds the installed files, the model loads on the first probe only, answers
+/// a new subject with a higher p than a follow-up, and embeds each text once.
+#[test]
+fn auto_picks_the_installed_model_which_loads_lazily_and_embeds_each_turn_once() {
+    let Some(_) = installed() else { return };
+    let settings = Settings::default().effective().unwrap();
+    let selected = build_decision_model(
+        &settings,
+        &DecisionConfig::from_map(&serde_json::Map::new()).unwrap(),
+        |name| {
+            if name == "OPENROUTER_API_KEY" {
+                None
+            } else {
+                process_env(name)
+            }
+        },
+    )
+    .unwrap();
+    assert_eq!(selected.adapter, AdapterChoice::Embedding);
+    assert!(
+        selected
+            .reason
+            .starts_with("embedding model all-MiniLM-L6-v2"),
+        "{}",
+        selected.reason
+    );
+    assert_eq!(selected.model.info().system, "embedding");
+
+    let dir = resolve(None, process_env).unwrap();
+    let model = Arc::new(EmbeddingModel::new(dir));
+    assert!(!model.is_loaded());
+    let ask = |s: DecisionState| {
+        let model = model.clone();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async move { model.decide(&ProbeRequest::new("m", s)).await.unwrap() })
+    };
+    let mut pivot = EARLIER.to_vec();
+    pivot.push((
+        "Different question: what interest rate did the European Central Bank set in its last meeting?",
+        "It kept the deposit facility rate unchanged.",
+    ));
+    let answer = ask(state(&pivot));
+    assert!(model.is_loaded());
+    assert_eq!(
+        answer.served_model.as_deref(),
+        Some(decision_client::embedding::MODEL_NAME)
+    );
+    // Four turns: four queries, four replies; the pivot's query has two sentences, so its
+    // last one is embedded too.
+    assert_eq!(model.cached_vectors(), 9);
+    let mut follow = EARLIER.to_vec();
+    follow.push((
+        "And in the coldest months, how much more do they eat?",
+        "Up to a third of their body weight.",
+    ));
+    let follow_up = ask(state(&follow));
+    // Only the new turn is embedded: its query and its reply.
+    assert_eq!(model.cached_vectors(), 11);
+    assert!(
+        answer.probability > follow_up.probability,
+        "pivot {} <= follow-up {}",
+        answer.probability,
+        follow_up.probability
+    );
+}
+
+/// Weights of the right size that are not safetensors: the probe fails with the file's
+/// name (the engine then fails open), and `embedding` still builds (the check is cheap).
+#[test]
+fn damaged_weights_are_named_when_the_model_loads() {
+    let Some(good) = installed() else { return };
+    let dir = tempfile_dir();
+    for file in MODEL_FILES {
+        if file != WEIGHTS_FILE {
+            std::fs::copy(good.path().join(file), dir.join(file)).unwrap();
+        }
+    }
+    let f = std::fs::File::create(dir.join(WEIGHTS_FILE)).unwrap();
+    f.set_len(WEIGHTS_BYTES).unwrap();
+    let config = DecisionConfig::from_map(
+        serde_json::json!({"decision_adapter": "embedding", "decision_embedding_model_dir": dir})
+            .as_object()
+            .unwrap(),
+    )
+    .unwrap();
+    let settings = Settings::default().effective().unwrap();
+    let selected = build_decision_model(&settings, &config, |_| None).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let err = rt
+        .block_on(
+            selected
+                .model
+                .decide(&ProbeRequest::new("m", state(&EARLIER))),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("model.safetensors: damaged"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ac-damaged-model-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
