@@ -37,6 +37,7 @@ mod adk;
 mod append;
 mod port;
 mod read;
+mod recall;
 mod schema;
 
 use std::fmt;
