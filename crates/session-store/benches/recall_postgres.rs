@@ -5,8 +5,10 @@
 //!   GIN index's pending list still full) and again after `VACUUM ANALYZE` (what autovacuum
 //!   does soon after such a fill);
 //! - `expand`: the events of the 50-turn compaction;
-//! - `append`: one event, with the index against a second schema without it (the GIN and
-//!   turn-start indexes dropped and a trigger that stores no vector), alternating.
+//! - `append`: one event, with the index, against a schema whose GIN and turn-start indexes
+//!   are dropped (the vector still computed and stored), and against one that also stores no
+//!   vector (a `BEFORE INSERT` trigger nulls it: a trigger's own cost, so this baseline is a
+//!   little slow), each event to all three in turn, the order reversed every other event.
 //!
 //! Needs `COMPACTION_TEST_POSTGRES_URL` (`cargo xtask pg start`); without it the bench says so
 //! and measures nothing. Its schemas are dropped at the end.
@@ -82,35 +84,40 @@ fn searches(rt: &Runtime, store: &PostgresStore, key: &SessionKey, compaction: &
     );
 }
 
-fn appends(rt: &Runtime, with: &PostgresStore, without: &PostgresStore) {
+/// Single appends to each store in turn (the order reversed every other event), one
+/// median each, and each median's ratio to the last store's.
+fn appends(rt: &Runtime, stores: &[(&str, &PostgresStore)]) {
     let key = SessionKey::new("bench", "u", "appended");
-    let mut revisions = [Revision(0), Revision(0)];
-    let stores = [with, without];
-    for store in stores {
+    let mut revisions = vec![Revision(0); stores.len()];
+    for (_, store) in stores {
         rt.block_on(store.create_session(&key, Map::new()))
             .expect("create");
     }
     let (mut f, mut words) = (EventFactory::starting_at(1_800_000_000.0), Words(11));
-    let mut samples = [Vec::new(), Vec::new()];
+    let mut samples = vec![Vec::new(); stores.len()];
     for n in 0..300 {
-        for e in turn(&mut f, &mut words, 1_000 + n) {
-            for (i, store) in stores.iter().enumerate() {
+        for (k, e) in turn(&mut f, &mut words, 1_000 + n).into_iter().enumerate() {
+            let mut order: Vec<usize> = (0..stores.len()).collect();
+            if k % 2 == 1 {
+                order.reverse();
+            }
+            for i in order {
                 let t = Instant::now();
                 revisions[i] = rt
-                    .block_on(store.append(&key, revisions[i], e.clone()))
+                    .block_on(stores[i].1.append(&key, revisions[i], e.clone()))
                     .expect("append");
                 samples[i].push(t.elapsed());
             }
         }
     }
-    let [a, b] = samples;
-    let ((a50, a95), (b50, b95)) = (stats(a), stats(b));
-    println!("append with the index: median {a50:?}, p95 {a95:?}");
-    println!("append without it:     median {b50:?}, p95 {b95:?}");
-    println!(
-        "ratio of medians: {:.2}",
-        a50.as_secs_f64() / b50.as_secs_f64()
-    );
+    let medians: Vec<_> = samples.into_iter().map(stats).collect();
+    let base = medians.last().expect("stores").0.as_secs_f64();
+    for ((name, _), (p50, p95)) in stores.iter().zip(medians) {
+        println!(
+            "append {name}: median {p50:?}, p95 {p95:?}, ratio of medians {:.2}",
+            p50.as_secs_f64() / base
+        );
+    }
 }
 
 fn main() {
@@ -128,7 +135,7 @@ fn main() {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    let schemas = [0, 1].map(|i| format!("bench_recall{i}_{}_{nanos}", std::process::id()));
+    let schemas = [0, 1, 2].map(|i| format!("bench_recall{i}_{}_{nanos}", std::process::id()));
     let connect = |schema: &str| {
         rt.block_on(PostgresStore::connect_with(
             &url,
@@ -136,36 +143,50 @@ fn main() {
         ))
         .expect("connect")
     };
-    let (with, without) = (connect(&schemas[0]), connect(&schemas[1]));
+    let stores = schemas.clone().map(|s| connect(&s));
+    let with = &stores[0];
     let (admin, connection) = rt
         .block_on(tokio_postgres::connect(&url, tokio_postgres::NoTls))
         .expect("admin connection");
     rt.spawn(connection);
     let admin_sql = |sql: String| rt.block_on(admin.batch_execute(&sql)).expect("admin SQL");
+    let no_indexes = "DROP INDEX events_recall; DROP INDEX events_turn_starts;";
+    admin_sql(format!("SET search_path = {}; {no_indexes}", schemas[1]));
     admin_sql(format!(
-        "SET search_path = {}; DROP INDEX events_recall; DROP INDEX events_turn_starts; \
+        "SET search_path = {}; {no_indexes} \
          CREATE FUNCTION no_recall() RETURNS trigger LANGUAGE plpgsql AS \
          $$ BEGIN NEW.recall := NULL; RETURN NEW; END $$; \
          CREATE TRIGGER no_recall BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION no_recall();",
-        schemas[1]
+        schemas[2]
     ));
 
     let key = SessionKey::new("bench", "u", "s");
     let started = Instant::now();
-    let compaction = fill(&rt, &with, &key, 1_667);
+    let compaction = fill(&rt, with, &key, 1_667);
     let events = rt.block_on(with.header(&key)).expect("header").revision.0;
     println!(
         "fixture: {events} events appended in {:.1?}",
         started.elapsed()
     );
-    searches(&rt, &with, &key, &compaction, "after the fill");
+    searches(&rt, with, &key, &compaction, "after the fill");
     admin_sql(format!("VACUUM ANALYZE {}.events", schemas[0]));
-    searches(&rt, &with, &key, &compaction, "after VACUUM ANALYZE");
+    searches(&rt, with, &key, &compaction, "after VACUUM ANALYZE");
 
-    for store in [&with, &without] {
+    for store in &stores {
         fill(&rt, store, &SessionKey::new("bench", "u", "warm"), 100);
     }
-    appends(&rt, &with, &without);
+    // The same statistics for all three tables, so only the index differs.
+    for schema in &schemas {
+        admin_sql(format!("VACUUM ANALYZE {schema}.events"));
+    }
+    appends(
+        &rt,
+        &[
+            ("with the index", &stores[0]),
+            ("vector stored, no GIN or turn index", &stores[1]),
+            ("no vector, no indexes (trigger)", &stores[2]),
+        ],
+    );
     for schema in &schemas {
         admin_sql(format!("DROP SCHEMA {schema} CASCADE"));
     }
