@@ -10,85 +10,26 @@
 //! Run: `cargo bench -p adaptive-compaction-session-store --bench recall`
 #![allow(clippy::print_stdout)]
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use compaction_core::testing::EventFactory;
-use compaction_core::{Event, RecallQuery, Revision, SessionKey};
+use compaction_core::{RecallQuery, Revision, SessionKey};
 use session_store::blocking::SqliteStore;
 
-const VOCABULARY: usize = 400;
+#[path = "common/recall_fixture.rs"]
+mod fixture;
 
-/// Deterministic text: `n` words of a fixed vocabulary (`w0` … `w399` plus a few real words).
-struct Words(u64);
-
-impl Words {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1);
-        self.0 >> 33
-    }
-
-    fn text(&mut self, n: usize) -> String {
-        let real = [
-            "plating", "onset", "anode", "lithium", "cathode", "dendrite",
-        ];
-        (0..n)
-            .map(|_| {
-                let k = (self.next() % VOCABULARY as u64) as usize;
-                real.get(k % 67)
-                    .map_or_else(|| format!("w{k}"), |w| (*w).to_owned())
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
-
-/// A research turn with generated texts (6 events).
-fn turn(f: &mut EventFactory, words: &mut Words, n: usize) -> Vec<Event> {
-    let inv = format!("inv{n}");
-    f.research_turn(&inv, &words.text(12), &words.text(60))
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut e)| {
-            if i == 5 {
-                e = f.model(&inv, &words.text(40));
-            }
-            e
-        })
-        .collect()
-}
+use fixture::{Words, stats, turn};
 
 fn fill(store: &SqliteStore, key: &SessionKey, turns: usize) -> (Revision, String) {
     store
         .create_session(key, Default::default())
         .expect("create");
-    let (mut f, mut words) = (EventFactory::new(), Words(7));
     let mut revision = Revision(0);
-    let mut range = None;
-    let mut compaction = String::new();
-    for n in 0..turns {
-        for e in turn(&mut f, &mut words, n) {
-            let start = range.map_or(e.timestamp, |(s, _)| s);
-            range = Some((start, e.timestamp));
-            revision = store.append_event(key, revision, &e).expect("append");
-        }
-        if let (49, Some((start, end))) = (n, range) {
-            let c = f.compaction("c", start, end, "fifty turns");
-            compaction = c.id.clone();
-            revision = store.append_event(key, revision, &c).expect("compaction");
-        }
-    }
+    let compaction = fixture::history(turns, |e| {
+        revision = store.append_event(key, revision, e).expect("append");
+    });
     (revision, compaction)
-}
-
-fn stats(mut samples: Vec<Duration>) -> (Duration, Duration) {
-    samples.sort();
-    (
-        samples[samples.len() / 2],
-        samples[samples.len() * 95 / 100],
-    )
 }
 
 fn main() {

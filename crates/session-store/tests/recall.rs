@@ -7,31 +7,16 @@
 
 mod common;
 
+use common::recall::{TURN_RANGES, by_id, folded, queries, with_words};
 use common::{history, key, temp_store};
 use compaction_core::history::{latest_view_timestamp, timestamp_may_follow};
 use compaction_core::recall::scan::{expand_compaction, expand_turns, search_history};
 use compaction_core::testing::EventFactory;
-use compaction_core::{Event, ExpandError, RecallHit, RecallQuery, Revision, SessionKey};
+use compaction_core::{Event, ExpandError, RecallQuery, Revision, SessionKey};
 use proptest::prelude::*;
 use rusqlite::Connection;
 use session_store::blocking::SqliteStore;
 use session_store::{Durability, OpenOptions, SCHEMA_VERSION, SessionStoreError};
-
-const VOCABULARY: [&str; 6] = ["plating", "lithium", "anode", "Dendrite", "SEI", "near"];
-
-/// Rewrites every text part of `events` with words of [`VOCABULARY`] picked by `picks`.
-fn with_words(mut events: Vec<Event>, picks: &[Vec<usize>]) -> Vec<Event> {
-    let mut next = picks.iter().cycle();
-    for event in &mut events {
-        for part in event.content.iter_mut().flat_map(|c| &mut c.parts) {
-            if let (Some(text), Some(pick)) = (part.text.as_mut(), next.next()) {
-                let words: Vec<&str> = pick.iter().map(|&i| VOCABULARY[i % 6]).collect();
-                *text = format!("{}, then: {}.", text, words.join(" "));
-            }
-        }
-    }
-    events
-}
 
 /// Appends what the store accepts; returns the accepted events.
 fn append_all(store: &SqliteStore, key: &SessionKey, events: &[Event]) -> Vec<Event> {
@@ -45,29 +30,6 @@ fn append_all(store: &SqliteStore, key: &SessionKey, events: &[Event]) -> Vec<Ev
         }
     }
     accepted
-}
-
-fn by_id(mut hits: Vec<RecallHit>) -> Vec<RecallHit> {
-    hits.sort_by(|a, b| a.event_id.cmp(&b.event_id));
-    hits
-}
-
-fn queries() -> Vec<RecallQuery> {
-    let texts = [
-        "plating",
-        "lithium anode",
-        "dendrite",
-        "sei near",
-        "synthesis",
-        "question",
-    ];
-    texts
-        .iter()
-        .flat_map(|t| {
-            let q = RecallQuery::parse(t).unwrap();
-            [q.clone(), q.with_pipeline(true)]
-        })
-        .collect()
 }
 
 /// Every query, compaction and turn range answers as the scan of the whole history does.
@@ -89,7 +51,7 @@ fn assert_agrees(
             prop_assert_eq!(got, want, "compaction {}", c.id);
         }
     }
-    for (first, last) in [(1, 1), (1, 3), (2, 5), (0, 1), (3, 2), (1, 40), (4, 4)] {
+    for (first, last) in TURN_RANGES {
         let want = expand_turns(events, first, last);
         match store.expand_turns(key, first, last) {
             Ok(got) => prop_assert_eq!(Ok(got), want, "turns {}..{}", first, last),
@@ -113,18 +75,6 @@ proptest! {
         let accepted = append_all(&store, &key, &with_words(events, &picks));
         assert_agrees(&store, &key, &accepted)?;
     }
-}
-
-/// A session with two folded turns about plating, a compaction and a later turn.
-fn folded(f: &mut EventFactory) -> (Vec<Event>, String) {
-    let mut events = f.conversational_turn("i1", "What is lithium plating?", "Metal on the anode.");
-    events.extend(f.research_turn("i2", "plating onset", "Onset at 4C and 0 °C."));
-    let (start, end) = (events[0].timestamp, events[events.len() - 1].timestamp);
-    let compaction = f.compaction("c1", start, end, "Turns 1–2: plating.");
-    let id = compaction.id.clone();
-    events.push(compaction);
-    events.extend(f.conversational_turn("i3", "Next: SEI?", "A passivation layer."));
-    (events, id)
 }
 
 #[test]

@@ -10,7 +10,7 @@
 //! dropped transaction is rolled back: nothing is half-written, the revision included.
 
 use compaction_core::context::{CompactionRange, subsumption_on_append};
-use compaction_core::history::timestamp_may_follow;
+use compaction_core::history::{starts_turn, timestamp_may_follow};
 use compaction_core::{Event, EventCompaction, Revision, SessionKey, Timestamp};
 use deadpool_postgres::{Object, Transaction};
 use serde_json::{Map, Value};
@@ -18,7 +18,7 @@ use tokio_postgres::error::SqlState;
 
 use crate::error::SessionStoreError;
 use crate::header::Recomputed;
-use crate::postgres::{HEADER_COLUMNS, PostgresStore, session_row};
+use crate::postgres::{HEADER_COLUMNS, PostgresStore, recall, session_row};
 use crate::row::{EventColumns, LiveRef, SessionRow, now_seconds, tokens_to_sql};
 
 /// ADK's state-delta action keys (snake_case and the camelCase alias).
@@ -199,12 +199,15 @@ impl PostgresStore {
     ) -> Result<(), SessionStoreError> {
         let columns = EventColumns::of(event);
         let stmt = tx
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "INSERT INTO events (session_pk, seq, event_id, invocation_id, ts, scope, \
-                 is_compaction, comp_start, comp_end, is_rewind, in_view, body) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-            )
+                 is_compaction, comp_start, comp_end, is_rewind, in_view, body, turn_start, \
+                 recall) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, {})",
+                recall::VECTOR_OF.replace("{}", "$14")
+            ))
             .await;
+        // Lossless recall's index, in the append's transaction (see `recall`).
+        let (turn_start, lexemes) = (starts_turn(event), recall::lexemes(event));
         let op = || format!("storing event {:?} of session {key}", event.id);
         let stmt = stmt.map_err(self.pg(&op))?;
         let inserted = tx
@@ -223,6 +226,8 @@ impl PostgresStore {
                     &columns.is_rewind,
                     &in_view,
                     &body,
+                    &turn_start,
+                    &lexemes,
                 ],
             )
             .await;

@@ -15,7 +15,10 @@
 //!   ordering across replicas is this compare-and-set alone; no advisory lock is needed;
 //! - **versioned migrations** (table `schema_version`, applied under a transaction-scoped
 //!   advisory lock so that replicas starting together migrate once);
-//! - **shadow decisions** in their own table.
+//! - **shadow decisions** in their own table;
+//! - **lossless recall** (module `recall`, migration 2): each searchable event's words as a
+//!   `tsvector` with a GIN index and a turn-start flag, written by the append's transaction, so
+//!   search, expansion and turn counts never read the whole history.
 //!
 //! The tables live in their own PostgreSQL schema (default `compaction`, see
 //! [`PostgresOptions::schema`]), so they never meet Google ADK's own `sessions`/`events` tables
@@ -39,6 +42,7 @@ mod adk_tail;
 mod append;
 mod port;
 mod read;
+mod recall;
 mod schema;
 
 use std::fmt;

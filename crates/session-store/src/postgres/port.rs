@@ -4,8 +4,8 @@
 
 use async_trait::async_trait;
 use compaction_core::{
-    AssembledContext, CompactionEntry, DecisionRecord, Event, GateSnapshot, Revision, Session,
-    SessionKey, SessionStore, StoreError, Timestamp,
+    AssembledContext, CompactionEntry, DecisionRecord, Event, GateSnapshot, RecallHit, RecallQuery,
+    RecalledEvent, Revision, Session, SessionKey, SessionStore, StoreError, Timestamp,
 };
 use serde_json::{Map, Value};
 
@@ -55,6 +55,40 @@ impl SessionStore for PostgresStore {
 
     async fn decisions(&self, key: &SessionKey) -> Result<Vec<DecisionRecord>, StoreError> {
         Ok(self.recorded(key).await?)
+    }
+
+    async fn search(
+        &self,
+        key: &SessionKey,
+        query: &RecallQuery,
+        limit: usize,
+    ) -> Result<Vec<RecallHit>, StoreError> {
+        Ok(PostgresStore::search(self, key, query, limit).await?)
+    }
+
+    async fn expand(
+        &self,
+        key: &SessionKey,
+        compaction_id: &str,
+    ) -> Result<Vec<RecalledEvent>, StoreError> {
+        Ok(PostgresStore::expand(self, key, compaction_id).await?)
+    }
+
+    async fn expand_turns(
+        &self,
+        key: &SessionKey,
+        first: usize,
+        last: usize,
+    ) -> Result<Vec<RecalledEvent>, StoreError> {
+        Ok(PostgresStore::expand_turns(self, key, first, last).await?)
+    }
+
+    async fn turns_before(
+        &self,
+        key: &SessionKey,
+        ts: Timestamp,
+    ) -> Result<Option<usize>, StoreError> {
+        Ok(Some(PostgresStore::turns_before(self, key, ts).await?))
     }
 
     async fn open_turns(&self, before: Timestamp) -> Result<Option<Vec<SessionKey>>, StoreError> {

@@ -63,7 +63,7 @@ impl PostgresStore {
 
     /// Runs `read` in one read-only snapshot on the session row of `key`; errors name the
     /// operation as `{what} of session {key}`.
-    async fn read_session<T>(
+    pub(super) async fn read_session<T>(
         &self,
         key: &SessionKey,
         what: &str,

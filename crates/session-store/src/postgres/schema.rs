@@ -67,6 +67,10 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (session_pk, seq)
     );
     "#,
+    // 2: lossless recall's index (module `recall`): each searchable event's words as a
+    // `tsvector` with a GIN index, and each event's turn-start flag; built for the stored events
+    // in the same transaction (`recall::backfill`).
+    crate::postgres::recall::MIGRATION,
 ];
 
 /// The schema version this build writes.
@@ -178,6 +182,9 @@ async fn migrate_on(
     let start = usize::try_from(found).unwrap_or(0);
     for sql in &MIGRATIONS[start..] {
         tx.batch_execute(sql).await.map_err(store.pg(op))?;
+    }
+    if found > 0 && found < crate::postgres::recall::RECALL_VERSION {
+        crate::postgres::recall::backfill(store, &tx, op).await?;
     }
     if start < MIGRATIONS.len() {
         tx.execute("DELETE FROM schema_version", &[])

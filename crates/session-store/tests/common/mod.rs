@@ -10,6 +10,7 @@ use tempfile::TempDir;
 
 #[cfg(feature = "postgres")]
 pub mod pg;
+pub mod recall;
 
 /// A store in a fresh temp dir (kept alive by the returned guard).
 pub fn temp_store(durability: Durability) -> (TempDir, SqliteStore) {
