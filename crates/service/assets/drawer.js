@@ -4,6 +4,7 @@
 // chart of prompt tokens per turn with and without compaction (inline SVG).
 
 import { json } from "./api.js";
+import { renderMarkdown } from "./markdown.js";
 
 const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
@@ -82,13 +83,17 @@ export function wireSearch(path) {
   });
 }
 
-export function renderContext(session, path) {
+/** The context for the next turn (the summary rendered as Markdown) and the compaction
+ * history by turn numbers and tokens saved (`compactions` from the history route). */
+export function renderContext(session, path, compactions) {
   const entries = $("context-entries");
   entries.replaceChildren();
   for (const entry of session.context) {
     if (entry.kind === "summary") {
       const li = el("li", "entry summary");
-      li.append(el("div", "who", "rolling summary"), el("div", "text", entry.text));
+      const text = el("div", "text markdown");
+      text.append(renderMarkdown(entry.text));
+      li.append(el("div", "who", "rolling summary"), text);
       entries.append(li);
     } else {
       const li = el("li", "entry");
@@ -96,22 +101,26 @@ export function renderContext(session, path) {
       entries.append(li);
     }
   }
-  if (!session.context.length) entries.append(el("li", "muted", "Nothing yet."));
+  if (!session.context.length) entries.append(el("li", "muted", "Nothing yet: send a question."));
   const history = $("history");
   history.replaceChildren();
-  session.compaction_history.forEach((c, i) => {
+  const n = (x) => Number(x).toLocaleString("en-US");
+  for (const c of compactions) {
     const li = el("li", c.subsumed ? "compaction subsumed" : "compaction live");
+    const span = c.first_turn ? `turns ${c.first_turn}–${c.last_turn}` : "no turns";
+    const saved = c.covered_tokens - c.summary_tokens;
     li.append(
       el("span", "label", c.subsumed ? "subsumed" : "live"),
-      el("span", "", ` #${i + 1}: ${c.summary_chars} characters, turns from ${new Date(c.start_timestamp * 1000).toLocaleTimeString("en-GB")} to ${new Date(c.end_timestamp * 1000).toLocaleTimeString("en-GB")}`),
+      el("span", "", ` #${c.number}: ${span} folded, ${n(c.covered_tokens)} → ${n(c.summary_tokens)} tokens` +
+        (saved > 0 ? ` (saves ${n(saved)})` : "")),
     );
     const show = el("button", "show-turns", "show the original turns");
     show.type = "button";
     show.addEventListener("click", () => showOriginal(li, path, c.event_id, show));
     li.append(show);
     history.append(li);
-  });
-  if (!session.compaction_history.length) history.append(el("li", "muted", "No compaction yet."));
+  }
+  if (!compactions.length) history.append(el("li", "muted", "No compaction yet."));
 }
 
 /** Two polylines over the turns: the prompt tokens sent (with) and those the whole history would need (without). */

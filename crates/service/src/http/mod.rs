@@ -6,6 +6,7 @@
 
 pub mod coordinator;
 pub mod guard;
+mod history;
 pub mod listener;
 mod open_turns;
 mod openai_stream;
