@@ -127,7 +127,10 @@ export class Chat {
         const when = new Date(s.last_activity * 1000);
         b.append(el("span", "when", when.toLocaleString("en-GB", { dateStyle: "short", timeStyle: "short" })));
       }
-      if (same(this.session, s)) b.setAttribute("aria-current", "true");
+      if (same(this.session, s)) {
+        b.setAttribute("aria-current", "true");
+        if (s.title) $("session-title").textContent = s.title;
+      }
       b.addEventListener("click", () => this.open(s).catch((e) => this.problem(e)));
       li.append(b);
       list.append(li);

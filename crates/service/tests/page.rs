@@ -1409,3 +1409,258 @@ async fn after_a_reload_every_turn_is_readable_and_the_same_session_is_open() {
     browser.close().await.expect("close the browser");
     result
 }
+
+// ---------------------------------------------------------------------------------------------
+// A page that survives the network (issue 33): a proxy between the page and the server
+
+/// What a proxy answers when the upstream is down: an HTML page, not the service's JSON.
+const BAD_GATEWAY: &[u8] = b"HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/html\r\n\
+    content-length: 52\r\nconnection: close\r\n\r\n<html><body><h1>502 Bad Gateway</h1></body></html>\n";
+
+/// A TCP proxy on 127.0.0.1 in front of the server: the real network between the page and the
+/// service, which can stop a reply where a marker appears in it and drop its connection when
+/// told (once; the test first sees the partial reply on the page), and
+/// answer the next chat request with a proxy's HTML 502 page (once).
+struct Proxy {
+    base: String,
+    cut_at: Arc<Mutex<Option<Vec<u8>>>>,
+    drop_now: Arc<tokio::sync::Notify>,
+    bad_gateway: Arc<std::sync::atomic::AtomicBool>,
+}
+
+async fn proxy(upstream: &str) -> Proxy {
+    let upstream = upstream.trim_start_matches("http://").to_owned();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the proxy");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let cut_at = Arc::new(Mutex::new(None));
+    let drop_now = Arc::new(tokio::sync::Notify::new());
+    let bad_gateway = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let faults = Faults {
+        cut_at: cut_at.clone(),
+        drop_now: drop_now.clone(),
+        bad_gateway: bad_gateway.clone(),
+    };
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            tokio::spawn(relay(client, upstream.clone(), faults.clone()));
+        }
+    });
+    Proxy {
+        base,
+        cut_at,
+        drop_now,
+        bad_gateway,
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The proxy's faults, shared by its connections.
+#[derive(Clone)]
+struct Faults {
+    cut_at: Arc<Mutex<Option<Vec<u8>>>>,
+    drop_now: Arc<tokio::sync::Notify>,
+    bad_gateway: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// One connection through the proxy.
+async fn relay(client: tokio::net::TcpStream, upstream: String, faults: Faults) {
+    let Faults {
+        cut_at,
+        drop_now,
+        bad_gateway,
+    } = faults;
+    use std::sync::atomic::Ordering;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let Ok(server) = tokio::net::TcpStream::connect(&upstream).await else {
+        return;
+    };
+    let (mut from_client, mut to_client) = client.into_split();
+    let (mut from_server, mut to_server) = server.into_split();
+    let (mut up, mut down) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
+    let mut seen = Vec::new();
+    loop {
+        tokio::select! {
+            read = from_client.read(&mut up) => {
+                let n = match read { Ok(0) | Err(_) => return, Ok(n) => n };
+                let chunk = &up[..n];
+                if chunk.starts_with(b"POST ")
+                    && find(chunk, b"/chat ").is_some()
+                    && bad_gateway.swap(false, Ordering::SeqCst)
+                {
+                    let _ = to_client.write_all(BAD_GATEWAY).await;
+                    return;
+                }
+                if to_server.write_all(chunk).await.is_err() {
+                    return;
+                }
+            }
+            read = from_server.read(&mut down) => {
+                let n = match read { Ok(0) | Err(_) => return, Ok(n) => n };
+                let chunk = &down[..n];
+                let marker = cut_at.lock().unwrap().clone();
+                if let Some(marker) = marker {
+                    let before = seen.len();
+                    seen.extend_from_slice(chunk);
+                    if let Some(at) = find(&seen, &marker) {
+                        // Up to the marker, then the connection is gone mid-reply.
+                        let keep = at.saturating_sub(before).min(n);
+                        let _ = to_client.write_all(&chunk[..keep]).await;
+                        cut_at.lock().unwrap().take();
+                        drop_now.notified().await;
+                        return;
+                    }
+                }
+                if to_client.write_all(chunk).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_cut_mid_stream_fails_with_retry_and_a_502_page_shows_its_status() {
+    let Some(driver) = Chromedriver::start() else {
+        return;
+    };
+    let running = start().await;
+    let proxy = proxy(&running.base).await;
+    let browser = driver.browser().await;
+    let result = async {
+        browser.set_window_size(1280, 800).await.expect("size");
+        open_page(&browser, &proxy.base).await;
+        let empty = wait_css(&browser, "#empty-state")
+            .await
+            .text()
+            .await
+            .expect("text");
+        assert!(empty.starts_with("Open or start a session"), "{empty}");
+        // A first turn through the proxy, whole.
+        let input = wait_css(&browser, "#input").await;
+        input
+            .send_keys(&format!(
+                "What limits wind turbine size?{}",
+                char::from(Key::Enter)
+            ))
+            .await
+            .expect("send");
+        wait_css(&browser, "li.assistant .badge:not(.pending)").await;
+
+        // The connection drops mid-reply: the partial text stays, marked failed, with a Retry.
+        *proxy.cut_at.lock().unwrap() = Some(b"zzcut".to_vec());
+        let question = "How do blade materials zzcut fatigue at sea?";
+        input
+            .send_keys(&format!("{question}{}", char::from(Key::Enter)))
+            .await
+            .expect("send");
+        wait_xpath(
+            &browser,
+            "(//li[contains(@class,'assistant')])[2][contains(@class,'streaming')]\
+             /div[@class='text'][contains(., 'You asked')]",
+        )
+        .await;
+        proxy.drop_now.notify_one();
+        let failed = wait_css(&browser, "li.assistant.failed").await;
+        let partial = failed
+            .find(Locator::Css(".text"))
+            .await
+            .expect("text")
+            .text()
+            .await
+            .expect("text");
+        assert!(partial.starts_with("(offline stand-in)"), "{partial}");
+        assert!(!partial.contains("zzcut"), "{partial}");
+        let badge = failed
+            .find(Locator::Css(".badge.failed"))
+            .await
+            .expect("badge")
+            .text()
+            .await
+            .expect("text");
+        assert!(
+            badge.starts_with("failed: the reply was cut off"),
+            "{badge}"
+        );
+        assert!(
+            browser
+                .find(Locator::Css("li.assistant.streaming"))
+                .await
+                .is_err(),
+            "nothing streams for good"
+        );
+        screenshot(
+            "stream-cut.png",
+            &browser.screenshot().await.expect("screenshot"),
+        );
+        failed
+            .find(Locator::Css("button.retry"))
+            .await
+            .expect("Retry")
+            .click()
+            .await
+            .expect("retry");
+        let retried = wait_xpath(
+            &browser,
+            "(//li[contains(@class,'assistant')])[2][not(contains(@class,'failed'))]\
+             /span[contains(@class,'badge') and not(contains(@class,'pending'))]",
+        )
+        .await;
+        assert!(!retried.text().await.expect("badge").starts_with("failed"));
+        let reply = browser
+            .find(Locator::XPath(
+                "(//li[contains(@class,'assistant')])[2]/div[@class='text']",
+            ))
+            .await
+            .expect("reply")
+            .text()
+            .await
+            .expect("text");
+        assert!(reply.contains(question), "{reply}");
+        assert_eq!(
+            browser
+                .find_all(Locator::Css("li.msg.user"))
+                .await
+                .expect("asked")
+                .len(),
+            2
+        );
+
+        // A proxy's HTML 502: the status, not a parse error.
+        proxy
+            .bad_gateway
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        input
+            .send_keys(&format!(
+                "And offshore foundations?{}",
+                char::from(Key::Enter)
+            ))
+            .await
+            .expect("send");
+        let failed = wait_xpath(
+            &browser,
+            "(//li[contains(@class,'assistant')])[3][contains(@class,'failed')]",
+        )
+        .await;
+        let badge = failed
+            .find(Locator::Css(".badge"))
+            .await
+            .expect("badge")
+            .text()
+            .await
+            .expect("text");
+        assert_eq!(badge, "failed: HTTP 502 Bad Gateway");
+        failed
+            .find(Locator::Css("button.retry"))
+            .await
+            .expect("a Retry");
+        assert_eq!(console_errors(&browser).await, Vec::<String>::new());
+    }
+    .await;
+    browser.close().await.expect("close the browser");
+    result
+}
