@@ -5,6 +5,7 @@
 
 import { json, jsonWithEtag, parseJson, postSse, sessionPath } from "./api.js";
 import { renderMarkdown } from "./markdown.js";
+import { turnSpan } from "./drawer.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -231,7 +232,7 @@ export class Chat {
     const li = el("li", "msg summary");
     const live = history.compactions.find((c) => c.event_id === summary.event_id);
     const who = live
-      ? `rolling summary #${live.number} (turns ${live.first_turn}–${live.last_turn})`
+      ? `rolling summary #${live.number} (${turnSpan(live)})`
       : "rolling summary";
     const body = el("div", "text markdown");
     body.append(renderMarkdown(summary.text));

@@ -83,6 +83,12 @@ export function wireSearch(path) {
   });
 }
 
+/** "turn 3", "turns 1–4" or "no turns": what a compaction folded. */
+export function turnSpan(c) {
+  if (!c.first_turn) return "no turns";
+  return c.first_turn === c.last_turn ? `turn ${c.first_turn}` : `turns ${c.first_turn}–${c.last_turn}`;
+}
+
 /** The context for the next turn (the summary rendered as Markdown) and the compaction
  * history by turn numbers and tokens saved (`compactions` from the history route). */
 export function renderContext(session, path, compactions) {
@@ -107,7 +113,7 @@ export function renderContext(session, path, compactions) {
   const n = (x) => Number(x).toLocaleString("en-US");
   for (const c of compactions) {
     const li = el("li", c.subsumed ? "compaction subsumed" : "compaction live");
-    const span = c.first_turn ? `turns ${c.first_turn}–${c.last_turn}` : "no turns";
+    const span = turnSpan(c);
     const saved = c.covered_tokens - c.summary_tokens;
     li.append(
       el("span", "label", c.subsumed ? "subsumed" : "live"),

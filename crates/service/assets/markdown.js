@@ -67,7 +67,8 @@ export function renderMarkdown(text) {
     } else if (/^\s*([-*+]|\d+[.)])\s+/.test(line)) {
       const ordered = /^\s*\d+[.)]\s+/.test(line);
       const list = el(ordered ? "ol" : "ul");
-      while (i < lines.length && /^\s*([-*+]|\d+[.)])\s+/.test(lines[i])) {
+      const item = ordered ? /^\s*\d+[.)]\s+/ : /^\s*[-*+]\s+/;
+      while (i < lines.length && item.test(lines[i])) {
         list.append(inline(el("li"), lines[i].replace(/^\s*([-*+]|\d+[.)])\s+/, "")));
         i += 1;
       }

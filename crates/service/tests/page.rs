@@ -1664,3 +1664,133 @@ async fn a_reply_cut_mid_stream_fails_with_retry_and_a_502_page_shows_its_status
     browser.close().await.expect("close the browser");
     result
 }
+
+// ---------------------------------------------------------------------------------------------
+// Readable compaction (issue 33): the summary as Markdown, safely; the drawer at its top
+
+/// A summary as a model might write it, with markup that must stay text.
+const MARKDOWN_SUMMARY: &str = "## Findings\n\
+- **Wake losses** grow with *spacing*\n\
+- Blades use `carbon` spars\n\
+1. first check\n\
+2. second check\n\
+\n\
+| material | fatigue |\n\
+| --- | --- |\n\
+| glass | high |\n\
+\n\
+<img src=x onerror=\"document.body.dataset.pwned='img'\"> <script>document.body.dataset.pwned='script'</script>";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_summary_renders_as_markdown_without_raw_html_and_panels_open_at_their_top() {
+    let Some(driver) = Chromedriver::start() else {
+        return;
+    };
+    let running = start().await;
+    let key = running.create("md").await;
+    running.chat(&key, "What limits wind farm spacing?").await;
+    running.chat(&key, "And blade fatigue offshore?").await;
+    // A compaction of turn 1 written by another tool through the events route.
+    let turn_1 = running
+        .store
+        .expand_turns(&key, 1, 1)
+        .await
+        .expect("turn 1");
+    let (start_ts, end_ts) = (
+        turn_1.first().expect("events").event.timestamp,
+        turn_1.last().expect("events").event.timestamp,
+    );
+    let r = running
+        .http
+        .get(running.url(&key, ""))
+        .send()
+        .await
+        .expect("get");
+    let etag = r.headers()["etag"].to_str().expect("etag").to_owned();
+    let r = running
+        .http
+        .post(running.url(&key, "/events"))
+        .header("If-Match", etag)
+        .json(&json!({"author": "user", "actions": {"compaction": {
+            "start_timestamp": start_ts, "end_timestamp": end_ts,
+            "compacted_content": {"role": "model", "parts": [{"text": MARKDOWN_SUMMARY}]}}}}))
+        .send()
+        .await
+        .expect("append");
+    assert_eq!(r.status(), StatusCode::CREATED, "{:?}", r.text().await);
+    let browser = driver.browser().await;
+    let result = async {
+        browser.set_window_size(1280, 520).await.expect("size");
+        open_page(&browser, &format!("{}/#/page/local/md", running.base)).await;
+        for scope in ["#messages li.msg.summary", "#context-entries li.entry.summary"] {
+            if scope.starts_with("#context") {
+                wait_css(&browser, "#tab-context").await.click().await.expect("open context");
+                wait_css(&browser, "#drawer:not([data-loading])").await;
+            }
+            let md = format!("{scope} .markdown");
+            wait_css(&browser, &md).await;
+            assert_eq!(texts(&browser, &format!("{md} h5")).await, ["Findings"]);
+            assert_eq!(texts(&browser, &format!("{md} ul > li")).await.len(), 2);
+            assert_eq!(texts(&browser, &format!("{md} ol > li")).await, ["first check", "second check"]);
+            assert_eq!(texts(&browser, &format!("{md} strong")).await, ["Wake losses"]);
+            assert_eq!(texts(&browser, &format!("{md} em")).await, ["spacing"]);
+            assert_eq!(texts(&browser, &format!("{md} code")).await, ["carbon"]);
+            assert_eq!(texts(&browser, &format!("{md} table th")).await, ["material", "fatigue"]);
+            assert_eq!(texts(&browser, &format!("{md} table td")).await, ["glass", "high"]);
+            // The markup is text: no element made from it, nothing run.
+            let paragraph = texts(&browser, &format!("{md} p")).await.join(" ");
+            assert!(paragraph.contains("<img src=x") && paragraph.contains("<script>"), "{paragraph}");
+        }
+        let raw = browser
+            .execute(
+                "return [document.querySelectorAll('img, script:not([src])').length, \
+                 document.body.dataset.pwned || null];",
+                vec![],
+            )
+            .await
+            .expect("raw html");
+        assert_eq!(raw, json!([0, null]));
+        // The compaction history by turn numbers and tokens.
+        let entry = texts(&browser, "#history li.compaction").await;
+        assert_eq!(entry.len(), 1);
+        assert!(entry[0].contains("#1: turn 1 folded") && entry[0].contains("tokens"), "{entry:?}");
+        let folded = texts(&browser, "#messages li.msg.folded summary").await;
+        assert_eq!(folded.len(), 1);
+        assert!(folded[0].starts_with("Turn 1 · in summary #1"), "{folded:?}");
+        // Each panel opens at its top, whatever the other was scrolled to.
+        let scrolled = browser
+            .execute(
+                "const d = document.getElementById('drawer'); d.scrollTop = d.scrollHeight; return d.scrollTop;",
+                vec![],
+            )
+            .await
+            .expect("scroll the drawer");
+        assert!(scrolled.as_f64().expect("scrollTop") > 0.0, "the drawer scrolls at this size");
+        wait_css(&browser, "#tab-prefs").await.click().await.expect("preferences");
+        wait_css(&browser, "#drawer-prefs:not([hidden])").await;
+        let top = browser
+            .execute("return document.getElementById('drawer').scrollTop;", vec![])
+            .await
+            .expect("scrollTop");
+        assert_eq!(top, json!(0));
+        browser.set_window_size(1280, 800).await.expect("size");
+        wait_css(&browser, "#tab-context").await.click().await.expect("context again");
+        wait_css(&browser, "#drawer:not([data-loading])").await;
+        browser
+            .execute(
+                "document.querySelector('#context-entries li.entry.summary').scrollIntoView({block: 'start'});\
+                 document.querySelector('#messages li.msg.summary').scrollIntoView({block: 'start'});",
+                vec![],
+            )
+            .await
+            .expect("scroll to the summaries");
+        screenshot(
+            "summary-markdown.png",
+            &browser.screenshot().await.expect("screenshot"),
+        );
+        assert_eq!(console_errors(&browser).await, Vec::<String>::new());
+    }
+    .await;
+    browser.close().await.expect("close the browser");
+    result
+}
