@@ -171,8 +171,10 @@ export class Chat {
     $("session-title").textContent = session.title || `Session ${session.id}`;
     $("messages").replaceChildren();
     $("tokens-line").textContent = "";
-    if (fresh) await subscribed;
-    else await this.showHistory(session);
+    if (fresh) {
+      await subscribed;
+      this.showEmpty();
+    } else await this.showHistory(session);
     if (!same(this.session, session)) return;
     this.onSessionChanged(session);
     this.loadSessions();
@@ -198,6 +200,7 @@ export class Chat {
       frag.append(el("li", "msg earlier-row"));
       frag.lastChild.append(more);
     }
+    if (!before && !history.turns.length) this.showEmpty();
     const lastFolded = Math.max(0, ...history.turns.filter((t) => t.covered_by).map((t) => t.turn));
     for (const turn of history.turns) {
       frag.append(this.turnItem(turn));
@@ -246,7 +249,13 @@ export class Chat {
     return li;
   }
 
+  /** What an empty conversation says to do. */
+  showEmpty() {
+    $("messages").append(el("li", "msg empty muted", "No turns yet: ask your first question below."));
+  }
+
   add(role, text) {
+    for (const empty of document.querySelectorAll("#messages li.empty")) empty.remove();
     const li = this.message(role, text);
     $("messages").append(li);
     li.scrollIntoView({ block: "end" });

@@ -1540,6 +1540,17 @@ async fn a_reply_cut_mid_stream_fails_with_retry_and_a_502_page_shows_its_status
             .await
             .expect("text");
         assert!(empty.starts_with("Open or start a session"), "{empty}");
+        wait_css(&browser, "#new-session")
+            .await
+            .click()
+            .await
+            .expect("new session");
+        let empty = wait_css(&browser, "#messages li.empty")
+            .await
+            .text()
+            .await
+            .expect("text");
+        assert_eq!(empty, "No turns yet: ask your first question below.");
         // A first turn through the proxy, whole.
         let input = wait_css(&browser, "#input").await;
         input
