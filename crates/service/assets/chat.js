@@ -269,7 +269,12 @@ export class Chat {
     await json(`${sessionPath(session)}/events`, {
       method: "POST",
       headers: { "if-match": etag },
-      body: JSON.stringify({ author: "page", actions: { state_delta: { [TITLE_KEY]: title.trim() } } }),
+      // Scoped: the coordinator never sees it; the store still applies its state delta.
+      body: JSON.stringify({
+        author: "page",
+        isolation_scope: "page",
+        actions: { state_delta: { [TITLE_KEY]: title.trim() } },
+      }),
     });
     $("session-title").textContent = title.trim();
     $("rename-input").value = "";

@@ -1402,6 +1402,9 @@ async fn after_a_reload_every_turn_is_readable_and_the_same_session_is_open() {
         wait_xpath(&browser, "//ul[@id='session-list']//button[contains(., 'Energy questions')]").await;
         let state = running.store.load(&key).await.expect("load").state;
         assert_eq!(state["page:title"], "Energy questions");
+        // Out of the coordinator's view: the next prompt's context holds no page event.
+        let context = running.store.load_context(&key).await.expect("context");
+        assert!(context.events().all(|e| e.author != "page"));
         let _ = other;
         assert_eq!(console_errors(&browser).await, Vec::<String>::new());
     }
