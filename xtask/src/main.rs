@@ -12,8 +12,9 @@
 //! - `adk-interop`: the `compaction` binary against real Google ADK (Python venv, pinned ADK).
 //! - `eval-decision [--cases FILE | --sessions DIR [--per-turn]] [--adapter NAME]`: decision-quality
 //!   figures per split, or per labelled research session probing every turn.
-//! - `eval-summary [--sessions DIR] [--summarizer offline|chat|auto] [--canary]`: how much of
-//!   the folded turns the rolling summary keeps (see `eval_summary`).
+//! - `eval-summary [--sessions DIR] [--also DIR]... [--tuned a,b] [--dump DIR]
+//!   [--summarizer offline|chat|auto] [--canary]`: how much of the folded turns the rolling
+//!   summary keeps, and how it handles corrections (see `eval_summary`, `summary_checks`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -26,6 +27,7 @@ mod eval;
 mod eval_summary;
 mod pg;
 mod purity;
+mod summary_checks;
 
 /// Environment `verify` adds to the cargo commands it runs (the throwaway cluster's URL).
 static CARGO_ENV: OnceLock<Vec<(&'static str, String)>> = OnceLock::new();

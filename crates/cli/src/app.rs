@@ -93,6 +93,10 @@ enum Command {
         /// Run SQLite's full integrity check on the file first; exit 4 if it finds damage.
         #[arg(long)]
         check: bool,
+        /// One JSON object (the session, its compaction history with each receipt, the
+        /// assembled context) instead of text.
+        #[arg(long)]
+        json: bool,
         /// Database: a SQLite file or a PostgreSQL URL postgres://user@host:port/dbname
         /// (read-only: nothing is written).
         #[arg(long, value_name = "PATH|URL", value_parser = crate::database::parse_db, required_unless_present = "db_env")]
@@ -450,7 +454,8 @@ async fn run(cli: Cli, registry: &Registry) -> Result<(), CliError> {
             db,
             db_env,
             check,
-        } => inspect(&target, Database::required(db, db_env)?, check).await,
+            json,
+        } => inspect(&target, Database::required(db, db_env)?, check, json).await,
         Command::Recall {
             target,
             what,
@@ -943,7 +948,12 @@ async fn scope_warnings(store: &ExistingStore, key: &SessionKey) -> Vec<String> 
     }
 }
 
-async fn inspect(target: &SessionArgs, db: Database, check: bool) -> Result<(), CliError> {
+async fn inspect(
+    target: &SessionArgs,
+    db: Database,
+    check: bool,
+    json: bool,
+) -> Result<(), CliError> {
     let file = crate::database::file_of(&db);
     if check {
         let Some(file) = file else {
@@ -1026,6 +1036,17 @@ async fn inspect(target: &SessionArgs, db: Database, check: bool) -> Result<(), 
         }
     };
     let mut out = std::io::stdout().lock();
+    if json {
+        let value = serde_json::json!({
+            "session": key.to_string(),
+            "events": events,
+            "revision": revision.0,
+            "integrity_check": check.then_some("ok"),
+            "compaction_history": render::compaction_history_json(&compactions),
+            "context": render::context_json(&context),
+        });
+        return emit_json(&mut out, &value.to_string());
+    }
     if check {
         emit(&mut out, &format!("{shown}: integrity check: ok"))?;
     }

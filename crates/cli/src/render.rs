@@ -102,7 +102,8 @@ pub(crate) fn context(ctx: &AssembledContext, max_chars: usize) -> String {
     out
 }
 
-/// A compaction history, oldest first, with whether each compaction is subsumed.
+/// A compaction history, oldest first, with whether each compaction is subsumed and its
+/// receipt (what it kept, corrected and dropped).
 pub(crate) fn compaction_history(entries: &[CompactionEntry]) -> String {
     let mut out = String::new();
     for e in entries {
@@ -116,11 +117,65 @@ pub(crate) fn compaction_history(entries: &[CompactionEntry]) -> String {
             state,
             e.summary_chars
         );
+        match &e.receipt {
+            Some(receipt) => {
+                for line in receipt.render_text() {
+                    let _ = writeln!(out, "    receipt: {line}");
+                }
+            }
+            None => {
+                let _ = writeln!(out, "    receipt: (none recorded)");
+            }
+        }
     }
     if out.is_empty() {
         out.push_str("(no compaction yet)\n");
     }
     out
+}
+
+/// The assembled context as JSON: each entry's kind, event id and text.
+pub(crate) fn context_json(ctx: &AssembledContext) -> serde_json::Value {
+    serde_json::Value::Array(
+        ctx.entries
+            .iter()
+            .map(|entry| match entry {
+                ContextEntry::Summary(s) => serde_json::json!({
+                    "kind": "summary",
+                    "event_id": s.event_id,
+                    "text": s.compaction.summary_text(),
+                }),
+                ContextEntry::Event(e) => serde_json::json!({
+                    "kind": "event",
+                    "event_id": e.id,
+                    "author": e.author,
+                    "text": compaction_core::plan::render_event_body(e),
+                }),
+            })
+            .collect(),
+    )
+}
+
+/// A compaction history as JSON: `compaction_history[]` entries with the range, the state and
+/// `receipt: {kept, corrected, dropped}` (`null` for a compaction that recorded none).
+pub(crate) fn compaction_history_json(entries: &[CompactionEntry]) -> serde_json::Value {
+    serde_json::Value::Array(
+        entries
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "event_id": e.event_id,
+                    "start_timestamp": e.start_timestamp.seconds(),
+                    "end_timestamp": e.end_timestamp.seconds(),
+                    "start": utc(e.start_timestamp),
+                    "end": utc(e.end_timestamp),
+                    "subsumed": e.subsumed,
+                    "summary_chars": e.summary_chars,
+                    "receipt": e.receipt,
+                })
+            })
+            .collect(),
+    )
 }
 
 /// A timestamp as UTC, ISO 8601 with milliseconds (`2026-12-02T21:48:45.833Z`); out of

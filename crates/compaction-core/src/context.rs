@@ -220,7 +220,8 @@ pub fn subsumed_compaction_ids(events: &[Event]) -> Vec<String> {
 }
 
 /// One compaction of the coordinator view, as a compaction history lists it: its range, the
-/// size of its summary and whether another compaction subsumes it — without the summary.
+/// size of its summary, whether another compaction subsumes it and its receipt — without the
+/// summary.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompactionEntry {
     /// Id of the compaction event.
@@ -233,6 +234,8 @@ pub struct CompactionEntry {
     pub summary_chars: usize,
     /// True when another compaction of the view subsumes this one.
     pub subsumed: bool,
+    /// What the compaction did to the folded turns' findings, when it recorded a receipt.
+    pub receipt: Option<crate::receipt::Receipt>,
 }
 
 impl CompactionEntry {
@@ -244,6 +247,7 @@ impl CompactionEntry {
             end_timestamp: c.end_timestamp,
             summary_chars: c.summary_text().chars().count(),
             subsumed,
+            receipt: crate::receipt::Receipt::of_event(event),
         })
     }
 }

@@ -818,6 +818,9 @@ impl Engine {
         if let Some(previous) = &plan.previous {
             metadata.insert("consolidates".into(), json!(previous.event_id));
         }
+        if let Some(receipt) = &summary.receipt {
+            metadata.insert(crate::receipt::RECEIPT_KEY.into(), receipt.to_value());
+        }
         let event = plan.compaction_event(
             &summary.text,
             self.ids.next_id(),

@@ -43,6 +43,7 @@ pub mod plan;
 pub mod ports;
 pub mod probe;
 pub mod recall;
+pub mod receipt;
 pub mod scrub;
 pub mod session;
 pub mod settings;
@@ -90,6 +91,7 @@ pub use ports::{
 pub use probe::{Probability, ProbeRequest, RUBRIC, Verdict, verdict};
 pub use recall::scan::ExpandError;
 pub use recall::{RecallHit, RecallQuery, RecallQueryError, RecalledEvent};
+pub use receipt::{CorrectedClaim, DropReason, DroppedFinding, RECEIPT_KEY, Receipt};
 pub use session::{Revision, Session, SessionKey};
 pub use settings::{ClampWarning, EffectiveSettings, Settings, SettingsError};
 pub use state::{DecisionState, extract_decision_state};

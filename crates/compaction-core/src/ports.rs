@@ -19,6 +19,7 @@ use crate::plan::TurnDigest;
 use crate::probe::{Probability, ProbeRequest, Verdict};
 use crate::recall::scan::{self, ExpandError};
 use crate::recall::{RecallHit, RecallQuery, RecalledEvent};
+use crate::receipt::Receipt;
 use crate::session::{Revision, Session, SessionKey};
 use crate::time::Timestamp;
 
@@ -173,6 +174,9 @@ pub struct Summary {
     pub served_model: Option<String>,
     /// Usage, when reported.
     pub usage: Option<TokenUsage>,
+    /// What the summarizer did to the folded turns' findings ([`crate::receipt`]), when it
+    /// reports it; the engine stores it beside the summary.
+    pub receipt: Option<Receipt>,
 }
 
 impl Summary {
@@ -182,7 +186,14 @@ impl Summary {
             text: text.into(),
             served_model: None,
             usage: None,
+            receipt: None,
         }
+    }
+
+    /// The receipt of the fold (builder style).
+    pub fn with_receipt(mut self, receipt: Receipt) -> Self {
+        self.receipt = Some(receipt);
+        self
     }
 
     /// The model the host says served the call.

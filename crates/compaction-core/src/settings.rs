@@ -56,6 +56,22 @@ pub const KEYS: [&str; 8] = [
     KEY_DECISION_MODEL,
 ];
 
+/// What a person reads beside each key (a settings form's hint): the form and range that
+/// [`Settings::effective`] and the min_turns clamp enforce, in words; `""` for an unknown key.
+pub fn key_hint(key: &str) -> &'static str {
+    match key {
+        KEY_ENABLE => "true or false: the master toggle",
+        KEY_SUMMARIZER_MODEL => "a non-empty model slug: writes the rolling summary",
+        KEY_RETENTION_TURNS => "an integer ≥ 0: completed turns kept verbatim (K)",
+        KEY_MIN_TURNS => "an integer > K (a smaller one is clamped to K + 1, with a warning)",
+        KEY_TOKEN_FLOOR => "an integer ≥ 0, at most the ceiling: below it, no probe",
+        KEY_TOKEN_CEILING => "an integer ≥ the floor: at or above it, compaction is forced",
+        KEY_THRESHOLD => "a number in [0.0, 1.0] (τ): compress when p ≥ τ",
+        KEY_DECISION_MODEL => "a non-empty model slug: answers the probe",
+        _ => "",
+    }
+}
+
 /// The settings as a user wrote them. Counts are signed so that a negative value written in a
 /// file reaches [`Settings::effective`] and is reported by key, rather than failing opaquely.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

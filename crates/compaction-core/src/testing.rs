@@ -299,6 +299,7 @@ impl Summarizer for RecordingSummarizer {
                 input: Some(request.prompt.len() as u64 / 4),
                 output: Some(text.len() as u64 / 4),
             }),
+            receipt: None,
         })
     }
 }

@@ -1,7 +1,8 @@
 // The context drawer: the assembled context for the next turn (the rolling summary, then
-// the retained turns), the compaction history with subsumed entries marked (each can show
-// the original turns it folded), a search of the session's history (lossless recall), and a
-// chart of prompt tokens per turn with and without compaction (inline SVG).
+// the retained turns), the compaction history with subsumed entries marked (each with its
+// receipt — findings kept, corrected, dropped; expandable — and able to show the original
+// turns it folded), a search of the session's history (lossless recall), and a chart of
+// prompt tokens per turn with and without compaction (inline SVG).
 
 import { json } from "./api.js";
 import { renderMarkdown } from "./markdown.js";
@@ -120,6 +121,8 @@ export function renderContext(session, path, compactions) {
       el("span", "", ` #${c.number}: ${span} folded, ${n(c.covered_tokens)} → ${n(c.summary_tokens)} tokens` +
         (saved > 0 ? ` (saves ${n(saved)})` : "")),
     );
+    const receipt = receiptNode(c.receipt);
+    if (receipt) li.append(receipt);
     const show = el("button", "show-turns", "show the original turns");
     show.type = "button";
     show.addEventListener("click", () => showOriginal(li, path, c.event_id, show));
@@ -127,6 +130,26 @@ export function renderContext(session, path, compactions) {
     history.append(li);
   }
   if (!compactions.length) history.append(el("li", "muted", "No compaction yet."));
+}
+
+/** A compaction's receipt: "12 findings kept, 1 corrected, 0 dropped", expandable to each
+ * correction (what was said → what it became, with its turn) and each dropped finding. */
+function receiptNode(receipt) {
+  if (!receipt) return null;
+  const corrected = receipt.corrected || [];
+  const dropped = receipt.dropped || [];
+  const details = el("details", "receipt");
+  const plural = receipt.kept === 1 ? "" : "s";
+  details.append(el("summary", "", `${receipt.kept} finding${plural} kept, ${corrected.length} corrected, ${dropped.length} dropped`));
+  const list = el("ul", "receipt-items");
+  for (const c of corrected) {
+    const turn = typeof c.turn === "number" ? ` (turn ${c.turn})` : "";
+    list.append(el("li", "corrected", `corrected${turn}: ${c.was} → ${c.now}`));
+  }
+  for (const d of dropped) list.append(el("li", "dropped", `dropped (${d.reason}): ${d.finding}`));
+  if (!corrected.length && !dropped.length) list.append(el("li", "muted", "Nothing corrected or dropped."));
+  details.append(list);
+  return details;
 }
 
 /** Two polylines over the turns: the prompt tokens sent (with) and those the whole history would need (without). */

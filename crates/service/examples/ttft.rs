@@ -10,7 +10,13 @@
 //! cargo run --release -p adaptive-compaction-service --features http --example ttft -- ttft --think-ms 2000
 //! cargo run --release -p adaptive-compaction-service --features http --example ttft -- load --sessions 1000
 //! cargo run --release -p adaptive-compaction-service --features http --example ttft -- keepalive --turns 40
+//! cargo run --release -p adaptive-compaction-service --features http --example ttft -- cost --turns 30
 //! ```
+//!
+//! `cost` measures what a chat turn (request to `done`, the stand-in answering at once) and
+//! `GET …/tokens` take in a session of 10 turns and one of 1,000, interleaved in one run
+//! (`--turns` samples each). Each history ends with one compaction over all but its last two
+//! turns, as a compacting session's does; evaluation is disabled, so nothing more is folded.
 //!
 //! `keepalive` measures the first `data:` of a turn over real HTTP, on a kept-alive connection
 //! and on a new connection per turn, side by side, with the server's accepted sockets as
@@ -88,7 +94,7 @@ fn parse() -> Result<Args, String> {
                 .ok_or_else(|| format!("{name} needs a whole number"))
         };
         match a.as_str() {
-            "ttft" | "load" | "keepalive" => args.mode = a,
+            "ttft" | "load" | "keepalive" | "cost" => args.mode = a,
             "--sessions" => args.sessions = value("--sessions")? as usize,
             "--turns" => args.turns = value("--turns")? as usize,
             "--think-ms" => args.think = Duration::from_millis(value("--think-ms")?),
@@ -398,11 +404,108 @@ async fn keepalive(args: &Args) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Chat turn and token series at 10 and 1,000 turns, side by side.
+async fn cost(args: &Args) -> Result<(), Failure> {
+    use compaction_core::{Revision, SessionKey, SessionStore as _};
+    let settings = Settings {
+        enable_adaptive_compaction: false,
+        ..Settings::default()
+    };
+    let quick = Args {
+        first_token: Duration::ZERO,
+        ..args.clone()
+    };
+    let (server, dir) = bench_server(&quick, settings, Duration::ZERO)?;
+    let store = SqliteStore::open(dir.path().join("sessions.db"))?;
+    let mut f = compaction_core::testing::EventFactory::new();
+    for (id, turns) in [("s10", 10), ("s1000", 1_000)] {
+        let key = SessionKey::new("bench", "u", id);
+        store.create_session(&key, Default::default()).await?;
+        let mut revision = Revision(0);
+        let (mut first, mut folded_end) = (None, None);
+        for t in 0..turns {
+            let query = format!("Question {t} about the sample, with some words to weigh it?");
+            let answer = "An answer of a few sentences that the next prompt carries. ".repeat(4);
+            for event in f.conversational_turn(&format!("p{t}"), &query, &answer) {
+                first.get_or_insert(event.timestamp);
+                if t + 2 < turns {
+                    folded_end = Some(event.timestamp);
+                }
+                revision = store.append(&key, revision, event).await?;
+            }
+        }
+        // All but the last two turns folded into one summary, as a compacting session is.
+        if let (Some(start), Some(end)) = (first, folded_end) {
+            let summary = "The rolling summary of the earlier turns. ".repeat(40);
+            let compaction = f.compaction("fold", start, end, &summary);
+            store.append(&key, revision, compaction).await?;
+        }
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(async move {
+        server
+            .serve(listener, async {
+                let _ = stopped.await;
+            })
+            .await
+            .map(|_| ())
+    });
+    let http = reqwest::Client::new();
+    let (mut chat, mut tokens) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    for t in 0..=args.turns {
+        for (i, id) in ["s10", "s1000"].iter().enumerate() {
+            let sent = Instant::now();
+            let text = http
+                .post(format!("{base}/v1/sessions/bench/u/{id}/chat"))
+                .json(&serde_json::json!({ "message": format!("Follow-up {t}?") }))
+                .send()
+                .await?
+                .text()
+                .await?;
+            let took = sent.elapsed();
+            if !text.contains("event: done") {
+                return Err(format!("{id} turn {t} did not end with done: {text}").into());
+            }
+            let asked = Instant::now();
+            http.get(format!("{base}/v1/sessions/bench/u/{id}/tokens"))
+                .send()
+                .await?
+                .error_for_status()?
+                .bytes()
+                .await?;
+            // The first round warms the connection and the caches up; it is not counted.
+            if t > 0 {
+                chat[i].push(took);
+                tokens[i].push(asked.elapsed());
+            }
+        }
+    }
+    let _ = stop.send(());
+    served.await??;
+    for v in chat.iter_mut().chain(tokens.iter_mut()) {
+        v.sort();
+    }
+    println!(
+        "median of {} (ms)  | 10 turns | 1,000 turns | ratio",
+        args.turns
+    );
+    for (name, pair) in [("chat turn to done", &chat), ("GET .../tokens", &tokens)] {
+        let (a, b) = (pct(&pair[0], 0.5), pct(&pair[1], 0.5));
+        println!("{name:<20} | {a:>8.2} | {b:>11.2} | {:.2}x", b / a);
+    }
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse()?;
     if args.mode == "keepalive" {
         return keepalive(&args).await;
+    }
+    if args.mode == "cost" {
+        return cost(&args).await;
     }
     println!(
         "mode {} | sessions {} | turns {} | think {} ms | first token {} ms | probe {} ms | summarize {} ms",

@@ -893,6 +893,25 @@ async fn a_research_conversation_streams_compacts_and_shows_its_context() {
             subsumed.len(),
             history.iter().filter(|c| c.subsumed).count()
         );
+        // Issue 30: each compaction's receipt, as the store holds it ("N findings kept, …").
+        let receipts = browser
+            .find_all(Locator::Css(
+                "#history li.compaction details.receipt summary",
+            ))
+            .await
+            .expect("receipts");
+        let stored: Vec<String> = history
+            .iter()
+            .filter_map(|c| c.receipt.as_ref().map(|r| r.headline()))
+            .collect();
+        assert!(
+            !stored.is_empty(),
+            "the offline summarizer records a receipt"
+        );
+        assert_eq!(receipts.len(), stored.len());
+        for (shown, want) in receipts.iter().zip(&stored) {
+            assert_eq!(&shown.text().await.expect("receipt"), want);
+        }
         // Lossless recall: a compaction's original turns, verbatim, and the history search.
         let live_id = &live.event_id;
         let expanded = running.store.expand(&key, live_id).await.expect("expand");

@@ -105,7 +105,11 @@ async fn the_engines_spans_nest_under_the_turn_that_caused_them() {
         assert_eq!(report.outcomes[0].label(), expected, "turn {n}");
         if n == 2 {
             let spans = traced.spans_after(2).await;
-            let names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
+            let names: Vec<&str> = spans
+                .iter()
+                .map(|s| s.name.as_ref())
+                .filter(|name| *name != "coordinator_llm")
+                .collect();
             assert_eq!(
                 names, ["coordinator_turn"; 2],
                 "a fast exit opens no compaction span"
@@ -168,11 +172,59 @@ async fn the_engines_spans_nest_under_the_turn_that_caused_them() {
             "{name}"
         );
     }
+    // The coordinator's own call: an LLM span under the turn, with the prompt and the reply.
+    let llm: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "coordinator_llm" && s.parent_span_id == third.span_context.span_id())
+        .collect();
+    assert_eq!(llm.len(), 1, "one LLM span per turn");
+    let llm = llm[0];
+    assert_eq!(
+        attribute(llm, "openinference.span.kind").as_deref(),
+        Some("LLM")
+    );
+    assert_eq!(
+        attribute(llm, "llm.model_name"),
+        Some(service::http::Coordinator::info(&OfflineCoordinator::default()).model)
+    );
+    // Turns 1 and 2 (two messages each), then the question.
+    assert_eq!(
+        attribute(llm, "llm.input_messages.0.message.content").as_deref(),
+        Some("Question 1?")
+    );
+    assert_eq!(
+        attribute(llm, "llm.input_messages.4.message.role").as_deref(),
+        Some("user")
+    );
+    assert_eq!(
+        attribute(llm, "llm.input_messages.4.message.content").as_deref(),
+        Some("Question 3?")
+    );
+    assert_eq!(attribute(llm, "llm.input_messages.5.message.role"), None);
+    assert_eq!(
+        attribute(llm, "llm.output_messages.0.message.content"),
+        attribute(third, "output.value")
+    );
+    let count = |key: &str| -> u64 { attribute(llm, key).expect(key).parse().expect(key) };
+    assert!(count("llm.token_count.prompt") > 0);
+    assert_eq!(
+        count("llm.token_count.total"),
+        count("llm.token_count.prompt") + count("llm.token_count.completion")
+    );
+    assert_eq!(
+        attribute(llm, "compaction.coordinator.token_counts_estimated"),
+        None,
+        "the stand-in reports usage"
+    );
+    assert_eq!(llm.status, opentelemetry::trace::Status::Ok);
     for earlier in &invocations[..2] {
         let id = turn_of(earlier).span_context.span_id();
         assert!(
-            spans.iter().all(|s| s.parent_span_id != id),
-            "a fast-exit turn has no child span"
+            spans
+                .iter()
+                .filter(|s| s.parent_span_id == id)
+                .all(|s| s.name == "coordinator_llm"),
+            "a fast-exit turn has no compaction span"
         );
     }
     assert!(rig.stop().await);
@@ -228,6 +280,18 @@ async fn session_ids_are_unique_and_failures_and_privacy_show_on_the_turn_span()
         .collect();
     ids.sort();
     assert_eq!(ids, ["app/alice/s1", "app/bob/s1"]);
+    for span in spans.iter().filter(|s| s.name == "coordinator_llm") {
+        for key in [
+            "llm.input_messages.0.message.content",
+            "llm.output_messages.0.message.content",
+        ] {
+            assert_eq!(
+                attribute(span, key).as_deref(),
+                Some("__REDACTED__"),
+                "{key}"
+            );
+        }
+    }
     for span in spans.iter().filter(|s| s.name == "coordinator_turn") {
         assert_eq!(
             attribute(span, "input.value").as_deref(),
@@ -269,5 +333,116 @@ async fn session_ids_are_unique_and_failures_and_privacy_show_on_the_turn_span()
         }
         other => panic!("status {other:?}"),
     }
+    let llm = spans
+        .iter()
+        .find(|s| s.name == "coordinator_llm")
+        .expect("the LLM span");
+    assert!(
+        matches!(&llm.status, opentelemetry::trace::Status::Error { description } if description.contains("the upstream said no")),
+        "{:?}",
+        llm.status
+    );
+    assert!(rig.stop().await);
+}
+
+/// An OpenAI-compatible coordinator: the provider's usage (asked for with
+/// `stream_options.include_usage`) is the LLM span's token count; a provider that sends none
+/// gets the core's estimate, flagged.
+#[tokio::test]
+async fn the_llm_span_counts_the_providers_usage_or_flags_an_estimate() {
+    use wiremock::matchers::{body_partial_json, method};
+    let upstream = wiremock::MockServer::start().await;
+    let chunk = |text: &str| {
+        format!(
+            "data: {}\n\n",
+            serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}}]})
+        )
+    };
+    let with_usage = format!(
+        "{}{}data: {}\n\ndata: [DONE]\n\n",
+        chunk("Four"),
+        chunk(" words here."),
+        serde_json::json!({"choices": [], "usage": {"prompt_tokens": 123, "completion_tokens": 45}})
+    );
+    let without = format!("{}data: [DONE]\n\n", chunk("No usage."));
+    wiremock::Mock::given(method("POST"))
+        .and(body_partial_json(
+            serde_json::json!({"stream_options": {"include_usage": true}}),
+        ))
+        .respond_with(
+            wiremock::ResponseTemplate::new(200).set_body_raw(with_usage, "text/event-stream"),
+        )
+        .up_to_n_times(1)
+        .mount(&upstream)
+        .await;
+    wiremock::Mock::given(method("POST"))
+        .respond_with(
+            wiremock::ResponseTemplate::new(200).set_body_raw(without, "text/event-stream"),
+        )
+        .mount(&upstream)
+        .await;
+    let traced = Traced::new();
+    let (summarizer, _started, release) = gated();
+    release.add_permits(10);
+    let rig = start_traced(
+        Arc::new(service::http::OpenAiCompatible::new(
+            &format!("{}/v1", upstream.uri()),
+            "provider/model-x",
+            None,
+        )),
+        Arc::new(ScriptedDecisionModel::constant(0.1)),
+        summarizer,
+        ServeOptions::default(),
+        Some(traced.telemetry()),
+        lanes(),
+    )
+    .await;
+    let key = rig.create("s").await;
+    let _ = rig.chat(&key, "First?").await;
+    let _ = rig.chat(&key, "Second?").await;
+    let spans = traced.spans_after(2).await;
+    let llm: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "coordinator_llm")
+        .collect();
+    assert_eq!(llm.len(), 2);
+    let first = llm
+        .iter()
+        .find(|s| {
+            attribute(s, "llm.output_messages.0.message.content").as_deref()
+                == Some("Four words here.")
+        })
+        .expect("the first call's span");
+    assert_eq!(
+        attribute(first, "llm.model_name").as_deref(),
+        Some("provider/model-x")
+    );
+    assert_eq!(
+        attribute(first, "llm.token_count.prompt").as_deref(),
+        Some("123")
+    );
+    assert_eq!(
+        attribute(first, "llm.token_count.completion").as_deref(),
+        Some("45")
+    );
+    assert_eq!(
+        attribute(first, "llm.token_count.total").as_deref(),
+        Some("168")
+    );
+    assert_eq!(
+        attribute(first, "compaction.coordinator.token_counts_estimated"),
+        None
+    );
+    let second = llm
+        .iter()
+        .find(|s| {
+            attribute(s, "llm.output_messages.0.message.content").as_deref() == Some("No usage.")
+        })
+        .expect("the second call's span");
+    assert_eq!(
+        attribute(second, "compaction.coordinator.token_counts_estimated").as_deref(),
+        Some("true")
+    );
+    assert!(attribute(second, "llm.token_count.prompt").is_some());
     assert!(rig.stop().await);
 }

@@ -279,7 +279,12 @@ async fn a_turn_left_open_by_a_crash_is_closed_before_the_next_turn() {
         ]
     );
     assert_eq!(session.events[1].invocation_id, "cut");
-    assert_eq!(done(&turn)["turn"], 1, "the interrupted turn never counts");
+    // Turns are numbered as recall numbers them: the interrupted turn is turn 1.
+    assert_eq!(
+        done(&turn)["turn"],
+        2,
+        "numbered after the interrupted turn"
+    );
     assert!(rig.stop().await);
 }
 

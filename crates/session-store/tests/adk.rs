@@ -713,3 +713,89 @@ fn an_adk_file_is_checked_before_writing_and_read_without_writing() {
     assert!(err.to_string().contains("filled.db"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
 }
+
+/// Lossless recall on ADK's own files (issue 32): read-only, by scanning the session's rows
+/// (the port's defaults), so search and expand answer exactly as the core's scan over the
+/// loaded history, and the file's schema is left as ADK made it (no index of ours).
+#[test]
+fn recall_on_adks_layouts_scans_and_creates_nothing() {
+    use compaction_core::RecallQuery;
+    use compaction_core::recall::scan;
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    for (flavor, path) in flavors(dir.path()) {
+        let schema = |path: &Path| -> Vec<String> {
+            let conn = Connection::open(path).unwrap();
+            let mut stmt = conn
+                .prepare("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name")
+                .unwrap();
+            stmt.query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        let before = schema(&path);
+        let blocking = AdkStore::open(&path).unwrap();
+        let created = blocking.create_session(&key(), Map::new()).unwrap();
+        let mut f = EventFactory::new();
+        let mut events = f.research_turn("inv1", "What limits lithium plating?", "Temperature.");
+        events.extend(f.conversational_turn("inv2", "And the cathode?", "Oxygen release."));
+        let folded = events.len();
+        events.extend(f.conversational_turn("inv3", "Plating at low rates?", "Rarely."));
+        events.push(f.user("inv4", "placeholder for the compaction's stamp"));
+        let mut events = from_now(events, 1.0);
+        // The compaction covers the first two turns (its range in the shifted clock).
+        let (start, end) = (events[0].timestamp, events[folded - 1].timestamp);
+        let stamp = events.pop().unwrap().timestamp;
+        let mut fold = f.compaction("fold", start, end, "Plating and the cathode.");
+        fold.timestamp = stamp;
+        events.push(fold);
+        let mut revision = created.revision;
+        for e in &events {
+            revision = blocking.append_event(&key(), revision, e).unwrap();
+        }
+        drop(blocking);
+        let store = session_store::AdkStore::open(&path).unwrap();
+        let stored = blocking_events(&path);
+        let query = RecallQuery::parse("plating").unwrap();
+        let hits = runtime.block_on(store.search(&key(), &query, 10)).unwrap();
+        assert_eq!(
+            hits,
+            scan::search_history(&stored, &query, 10),
+            "{flavor:?}"
+        );
+        assert!(hits.len() >= 2, "{flavor:?}: {hits:?}");
+        assert!(
+            hits.iter().any(|h| h.covered_by.is_some()),
+            "{flavor:?}: a folded turn is found and marked"
+        );
+        let fold = &events.last().unwrap().id;
+        let expanded = runtime.block_on(store.expand(&key(), fold)).unwrap();
+        assert_eq!(expanded, scan::expand_compaction(&stored, fold).unwrap());
+        assert!(
+            expanded
+                .iter()
+                .any(|r| r.event.text().contains("lithium plating")),
+            "{flavor:?}: the folded query comes back verbatim"
+        );
+        assert!(
+            runtime.block_on(store.expand(&key(), "no-such")).is_err(),
+            "{flavor:?}"
+        );
+        assert_eq!(
+            schema(&path),
+            before,
+            "{flavor:?}: nothing created in ADK's file"
+        );
+    }
+}
+
+fn blocking_events(path: &Path) -> Vec<Event> {
+    AdkStore::open(path)
+        .unwrap()
+        .get_session(&key())
+        .unwrap()
+        .events
+}

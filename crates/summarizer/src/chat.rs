@@ -293,6 +293,7 @@ impl Summarizer for ChatSummarizer {
             );
         }
         summary.text = ledger.reconcile(&summary.text);
+        summary.receipt = Some(ledger.receipt(&summary.text));
         tracing::debug!(
             model = %self.model,
             served_model = summary.served_model.as_deref().unwrap_or(""),

@@ -79,6 +79,21 @@ pub enum SummarizerError {
         /// Figures and citations of the previous summary.
         total: usize,
     },
+    /// The summary states a claim a later turn corrected as if it were still valid (issue
+    /// 30): it names the claim's subject and a retracted value, without the correction.
+    /// Nothing is written.
+    #[error(
+        "{source_name}: the summary restates a corrected claim as valid ({line:?}; it was \
+         corrected to {now:?}); nothing is committed"
+    )]
+    RestatesSuperseded {
+        /// The endpoint or summarizer that answered.
+        source_name: String,
+        /// The summary's line.
+        line: String,
+        /// What the claim was corrected to.
+        now: String,
+    },
 }
 
 impl SummarizerError {
@@ -92,7 +107,8 @@ impl SummarizerError {
             | SummarizerError::Truncated { .. } => FailureKind::InvalidReply,
             SummarizerError::EmptySummary { .. }
             | SummarizerError::Oversized { .. }
-            | SummarizerError::LedgerDropped { .. } => FailureKind::RejectedSummary,
+            | SummarizerError::LedgerDropped { .. }
+            | SummarizerError::RestatesSuperseded { .. } => FailureKind::RejectedSummary,
             SummarizerError::Refused { .. } => FailureKind::Refused,
         }
     }

@@ -12,17 +12,24 @@
 //!   the core's estimator);
 //! - **dropping the previous summary's ledger**: it keeps fewer than half of the previous
 //!   summary's figures and citations (at least [`MIN_LEDGER_FOR_CHECK`] of them) — a summary
-//!   of the new turns only.
+//!   of the new turns only;
+//! - **restating a corrected claim as valid** (issue 30): the ledger knows which claims of the
+//!   previous summary and the slice a later turn of the slice corrected
+//!   ([`crate::supersede`], the offline summarizer's rule); a summary line that names such a
+//!   claim's subject and a retracted value without the correction is refused.
 //!
 //! [`FactsLedger::reconcile`] re-adds the lines of every figure the summary does not keep
-//! under `## Key figures carried forward`, deduplicated, in ledger order.
+//! under `## Key figures carried forward`, deduplicated, in ledger order — never the line of a
+//! corrected claim. [`FactsLedger::receipt`] is the fold's receipt.
 
 use std::collections::HashSet;
 
-use compaction_core::{CharsPerToken, SummaryRequest, TokenEstimator};
+use compaction_core::{CharsPerToken, CorrectedClaim, Receipt, SummaryRequest, TokenEstimator};
 
 use crate::citation;
 use crate::error::SummarizerError;
+use crate::findings;
+use crate::supersede::{self, Claim, NewTurn};
 use crate::text::{numeric_findings, sentences};
 
 /// The heading of the section the facts ledger appends.
@@ -47,6 +54,8 @@ pub struct FactsLedger {
     previous: Vec<String>,
     /// Tokens of the text a summary replaces.
     replaced_tokens: usize,
+    /// Claims a turn of the slice corrected: (claim, correcting sentence, turn index).
+    corrected: Vec<(String, String)>,
 }
 
 impl FactsLedger {
@@ -71,6 +80,10 @@ impl FactsLedger {
                 }
             }
         }
+        ledger.corrected = corrections(request);
+        ledger
+            .figures
+            .retain(|f| !ledger.corrected.iter().any(|(claim, _)| claim == &f.line));
         let replaced = format!(
             "{}\n{}",
             request.previous_summary.as_deref().unwrap_or(""),
@@ -121,6 +134,19 @@ impl FactsLedger {
                 replaced_tokens: self.replaced_tokens,
             });
         }
+        for line in summary.lines() {
+            if let Some((_, by)) = self
+                .corrected
+                .iter()
+                .find(|(claim, by)| supersede::restates(line, claim, by))
+            {
+                return Err(SummarizerError::RestatesSuperseded {
+                    source_name: source_name.to_owned(),
+                    line: line.trim().to_owned(),
+                    now: by.clone(),
+                });
+            }
+        }
         if self.previous.len() >= MIN_LEDGER_FOR_CHECK {
             let figures: HashSet<String> = numeric_findings(summary).into_iter().collect();
             let cited = citation::keys(summary);
@@ -138,6 +164,30 @@ impl FactsLedger {
             }
         }
         Ok(())
+    }
+
+    /// The claims the slice corrected, each with its correcting sentence.
+    pub fn corrected(&self) -> &[(String, String)] {
+        &self.corrected
+    }
+
+    /// The receipt of a committed summary: the ledger's figures it states, the claims the
+    /// slice corrected. A model summary drops nothing the ledger holds ([`Self::reconcile`]
+    /// carries it forward).
+    pub fn receipt(&self, summary: &str) -> Receipt {
+        Receipt {
+            kept: self.figures.len() - self.missing_from(summary).len(),
+            corrected: self
+                .corrected
+                .iter()
+                .map(|(was, now)| CorrectedClaim {
+                    was: was.clone(),
+                    now: now.clone(),
+                    turn: None,
+                })
+                .collect(),
+            dropped: Vec::new(),
+        }
     }
 
     /// The figures `summary` does not state.
@@ -170,6 +220,52 @@ impl FactsLedger {
         }
         out
     }
+}
+
+/// The claims of the previous summary and of the slice that a later turn of the slice
+/// corrects, each with its correcting sentence, turn by turn.
+fn corrections(request: &SummaryRequest) -> Vec<(String, String)> {
+    let mut claims: Vec<(String, usize)> = Vec::new();
+    if let Some(previous) = &request.previous_summary {
+        for line in citation::prose_lines(previous) {
+            let line = line.trim().trim_start_matches(['-', '*', ' ']).trim();
+            if !line.starts_with('#') && findings::is_finding(line) {
+                claims.push((line.to_owned(), 0));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (i, turn) in request.turns.iter().enumerate() {
+        let new_turn = NewTurn {
+            user: sentences(&turn.user),
+            answer: sentences(&turn.assistant),
+            rows: findings::table_rows(&turn.assistant),
+            rows_announced: supersede::announced_before_table(&turn.assistant),
+        };
+        let view: Vec<Claim<'_>> = claims
+            .iter()
+            .map(|(text, topic)| Claim {
+                text,
+                topic: *topic,
+            })
+            .collect();
+        let found = supersede::supersessions(&view, &new_turn);
+        let mut gone: Vec<usize> = Vec::new();
+        for s in found {
+            out.push((claims[s.claim].0.clone(), s.by.clone()));
+            gone.push(s.claim);
+        }
+        gone.sort_unstable();
+        for g in gone.into_iter().rev() {
+            claims.remove(g);
+        }
+        for line in new_turn.answer.into_iter().chain(new_turn.rows) {
+            if findings::is_finding(&line) {
+                claims.push((line, i + 1));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -264,5 +360,39 @@ mod tests {
             })
         ));
         assert!(ledger.check("A 10 %, B 20 %, C 30 %. E 50 %.", "m").is_ok());
+    }
+
+    /// Fail closed: a model summary that restates a corrected claim as valid is refused; one
+    /// that states the correction passes, and reconciling never re-adds the old claim.
+    #[test]
+    fn a_summary_restating_a_corrected_claim_is_refused() {
+        let previous = "## Summary\n- Hive density near the orchard was 12.5 colonies per km² (Ode 2019).\n- Pollen loads averaged 31 mg per forager.";
+        let request = SummaryRequest::new(
+            String::new(),
+            String::new(),
+            Some(previous.into()),
+            String::from("**User**: hives?"),
+            vec![TurnDigest {
+                invocation_id: "inv-2".into(),
+                user: "Can you re-check the hive density?".into(),
+                assistant: "My mistake: hive density near the orchard was 21.5 colonies per km², not 12.5 (Ode 2019).".into(),
+                tool_outputs: Vec::new(),
+            }],
+        );
+        let ledger = FactsLedger::from_request(&request);
+        assert_eq!(ledger.corrected().len(), 1, "{:?}", ledger.corrected());
+        let stale = "## Summary\n- Hive density near the orchard was 12.5 colonies per km² (Ode 2019).\n- Pollen loads averaged 31 mg per forager.";
+        let err = ledger.check(stale, "m").unwrap_err();
+        assert!(
+            matches!(err, SummarizerError::RestatesSuperseded { .. }),
+            "{err}"
+        );
+        let right = "## Summary\n- Hive density near the orchard was 21.5 colonies per km², not 12.5 (Ode 2019).\n- Pollen loads averaged 31 mg per forager.";
+        assert!(ledger.check(right, "m").is_ok());
+        let reconciled = ledger.reconcile("## Summary\n- Pollen loads averaged 31 mg per forager.");
+        assert!(!reconciled.contains("12.5 colonies"), "{reconciled}");
+        assert!(ledger.check(&reconciled, "m").is_ok(), "{reconciled}");
+        let receipt = ledger.receipt(right);
+        assert_eq!(receipt.corrected.len(), 1);
     }
 }

@@ -7,17 +7,11 @@
 //!   an arXiv id);
 //! - an **identifier or path** (a `` `code span` ``, `data/run_01/x.csv`, `ABC-123`).
 //!
-//! A line that states at least one durable fact is a **finding**. Besides findings, three
+//! A line that states at least one durable fact is a **finding**. Besides findings, two
 //! kinds of sentence are **pinned** (never dropped by a budget): the user's **constraints**
-//! (`exclude pre-2015 studies`, `only field trials`), **decisions** (`Decision: …`, `we will
-//! use …`), and an answer's **corrections** (`correction: …`, `my statement was wrong`).
-//!
-//! A **correction turn** is a turn whose answer states a correction cue (see
-//! [`correction_cues`]). Its **retracted figures** are the numbers of its cue sentences and of
-//! the user's questions in that turn, with a decimal point, a percent or sigma sign, or a range
-//! dash: `0.26`, `−0.84`, `95.4%`, `5.1σ`. Every earlier line that states one of them is
-//! marked superseded (see `crate::offline`), so the old claim is never stated as valid while
-//! its text, and the facts beside it, stay readable.
+//! (`exclude pre-2015 studies`, `only field trials`) and **decisions** (`Decision: …`, `we will
+//! use …`). Which earlier claims a turn corrects is [`crate::supersede`]'s to say, from the
+//! structure of the exchange.
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
@@ -56,15 +50,6 @@ static DECISION: LazyLock<Regex> = LazyLock::new(|| {
     ))
     .expect("the pattern is valid")
 });
-static CORRECTION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"(?i)(?:\bcorrection\s*:|\b(?:a|my|one|small|quick) correction\b|",
-        r"\b(?:my error|my mistake|was wrong|were wrong|is wrong|wrongly|misread|",
-        r"misattribut\w*|misstated|retract\w*|withdrawn|withdraw|I was mistaken)\b)",
-    ))
-    .expect("the pattern is valid")
-});
-
 /// The durable facts of `line`, normalized (numbers without spaces, citations by key,
 /// identifiers as written), in a set.
 pub(crate) fn facts(line: &str) -> BTreeSet<String> {
@@ -87,6 +72,15 @@ pub(crate) fn facts(line: &str) -> BTreeSet<String> {
         out.insert(m.as_str().trim_matches('`').to_owned());
     }
     out
+}
+
+/// The counted numbers of `text` as written (no unit), in order: what [`facts`] counts.
+pub(crate) fn numbers(text: &str) -> Vec<String> {
+    NUMBER
+        .find_iter(text)
+        .filter(|m| counted_number(text, m.start(), m.as_str()).is_some())
+        .map(|m| m.as_str().trim().to_owned())
+        .collect()
 }
 
 /// Words after a number that are no unit.
@@ -151,50 +145,6 @@ pub(crate) fn is_constraint(sentence: &str) -> bool {
 /// True when a sentence records a decision.
 pub(crate) fn is_decision(sentence: &str) -> bool {
     DECISION.is_match(sentence)
-}
-
-/// The sentences of an answer that state a correction.
-pub(crate) fn correction_cues(sentences: &[String]) -> Vec<String> {
-    sentences
-        .iter()
-        .filter(|s| CORRECTION.is_match(s))
-        .cloned()
-        .collect()
-}
-
-/// The figures a correction retracts: numbers with a decimal point, a percent or sigma sign,
-/// or a range dash, in `texts` (the cue sentences and the user's questions of the turn).
-pub(crate) fn retracted_figures(texts: &[String]) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for text in texts {
-        for m in NUMBER.find_iter(text) {
-            let raw = m.as_str().trim();
-            let marked = raw.contains('.')
-                || raw.contains('%')
-                || raw.contains('σ')
-                || raw.contains('–')
-                || raw.chars().skip(1).any(|c| c == '-');
-            if marked && counted_number(text, m.start(), raw).is_some() {
-                out.insert(raw.trim_start_matches(['+', '±']).to_owned());
-            }
-        }
-    }
-    out
-}
-
-/// True when `line` states `figure` as a whole number (not inside a longer one).
-pub(crate) fn states_figure(line: &str, figure: &str) -> bool {
-    line.match_indices(figure).any(|(i, _)| {
-        let before = line[..i].chars().next_back();
-        // `0.26` is not stated by `0.265`, `10.26` or `0.26.5`.
-        let mut rest = line[i + figure.len()..].chars();
-        let continues = match rest.next() {
-            Some(c) if c.is_ascii_digit() => true,
-            Some('.') => rest.next().is_some_and(|c| c.is_ascii_digit()),
-            _ => false,
-        };
-        !before.is_some_and(|c| c.is_ascii_digit() || c == '.' || c == ',') && !continues
-    })
 }
 
 /// The data rows of the Markdown tables in `text`, each as one line: the first cell, then
@@ -268,34 +218,16 @@ mod tests {
     }
 
     #[test]
-    fn constraints_decisions_and_corrections_are_recognised() {
+    fn constraints_and_decisions_are_recognised() {
         assert!(is_constraint("Please exclude pre-2015 studies."));
         assert!(is_constraint("Keep only field trials."));
         assert!(!is_constraint("Which study anchors the result?"));
         assert!(is_decision("Decision: we will use a mixed model."));
         assert!(!is_decision("A mixed model is one option."));
-        let cues = correction_cues(&[
-            "You were right — correction: the 0.26 I gave is not univariate.".into(),
-            "The bias-adjusted estimate is −0.31.".into(),
-            "Use 2 mV with the two-exponential baseline correction.".into(),
-        ]);
-        assert_eq!(cues.len(), 1);
-        let retracted = retracted_figures(&cues);
-        assert!(retracted.contains("0.26"), "{retracted:?}");
-        // Multi-byte signs before a number are no trouble.
-        let signed = retracted_figures(&["It was wrong: ±60 yr, −0.84 and 2140–2105.".into()]);
-        assert!(
-            signed.contains("−0.84") && signed.contains("2140–2105"),
-            "{signed:?}"
+        assert_eq!(
+            numbers("Yield rose 12.5% (n = 3,400) in 2019 on plot G7, ±60 kg and 7."),
+            ["12.5%", "3,400", "±60"]
         );
-    }
-
-    #[test]
-    fn figures_match_whole_numbers_only() {
-        assert!(states_figure("|r| = 0.26 univariate", "0.26"));
-        assert!(!states_figure("|r| = 0.265", "0.26"));
-        assert!(!states_figure("10.26", "0.26"));
-        assert!(states_figure("at 95.4%.", "95.4%"));
     }
 
     #[test]

@@ -5,7 +5,10 @@
 //!   OpenRouter by default, with a system instruction for academic research conversations.
 //! - [`OfflineSummarizer`] ([`offline`]): deterministic and network-free, the embedded
 //!   default when no API key is set; built around findings ([`findings`]), corrections
-//!   honoured, within a token budget, with a bounded bibliography ([`bibliography`]).
+//!   honoured claim by claim ([`corrections`]: a correction supersedes exactly the claims it
+//!   targets, found from the structure of the exchange), within a token budget, with a bounded
+//!   bibliography ([`bibliography`]); each fold reports a receipt (what it kept, corrected and
+//!   dropped).
 //! - [`FactsLedger`] ([`facts_ledger`]): the chat summarizer's figures ledger and its
 //!   fail-closed checks (empty, longer than what it replaces, previous ledger dropped).
 //! - [`CitationLedger`] and [`WithCitationLedger`] ([`ledger`], [`citation`]): the citations
@@ -63,12 +66,14 @@ pub mod bibliography;
 pub mod chat;
 pub mod citation;
 pub mod config;
+pub mod corrections;
 pub mod error;
 pub mod factory;
 pub mod facts_ledger;
 pub mod findings;
 pub mod ledger;
 pub mod offline;
+mod supersede;
 mod text;
 
 #[cfg(feature = "http")]
@@ -76,6 +81,7 @@ pub use chat::ChatSummarizer;
 pub use citation::{Citation, CitationKind};
 pub use compaction_core::Summarizer;
 pub use config::{AdapterChoice, ConfigError, SummarizerConfig};
+pub use corrections::CORRECTIONS_HEADING;
 pub use error::SummarizerError;
 pub use factory::{FactoryError, Selected, build_summarizer, build_summarizer_from_env};
 pub use facts_ledger::{FactsLedger, KEY_FIGURES_HEADING};

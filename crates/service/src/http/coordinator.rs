@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use compaction_core::{
-    AdapterError, AssembledContext, CharsPerToken, ContextEntry, ModelInfo, TokenEstimator,
+    AdapterError, AssembledContext, CharsPerToken, ContextEntry, Event, ModelInfo, TokenEstimator,
     async_trait,
 };
 use serde::Serialize;
@@ -62,11 +62,7 @@ impl CoordinatorRequest {
                     "system",
                     format!("{SUMMARY_PREAMBLE}\n{}", s.compaction.summary_text()),
                 )),
-                ContextEntry::Event(e) if e.has_text() && !e.is_partial() => {
-                    let role = if e.is_user() { "user" } else { "assistant" };
-                    messages.push(ChatMessage::new(role, e.text()));
-                }
-                ContextEntry::Event(_) => {}
+                ContextEntry::Event(e) => messages.extend(Self::message_of(e)),
             }
         }
         messages.push(ChatMessage::new("user", question));
@@ -75,6 +71,16 @@ impl CoordinatorRequest {
             question: question.to_owned(),
             recall: None,
         }
+    }
+
+    /// The message a verbatim event becomes in the prompt: its text as the user's or the
+    /// assistant's, or nothing (no text, or a partial reply).
+    pub(super) fn message_of(event: &Event) -> Option<ChatMessage> {
+        if !event.has_text() || event.is_partial() {
+            return None;
+        }
+        let role = if event.is_user() { "user" } else { "assistant" };
+        Some(ChatMessage::new(role, event.text()))
     }
 
     /// Offers the coordinator the recall tool (builder style).

@@ -12,9 +12,10 @@
 //! `covered_by` is the id of the rendered compaction that folds it and `summary` that
 //! compaction's number in the history (1-based, oldest first); `earlier` is the `before` of the
 //! previous page (`null` at the first turn). A compaction is `{number, event_id, subsumed,
-//! summary_chars, first_turn, last_turn, covered_tokens, summary_tokens}`, tokens by the core's
-//! estimator. The route never writes; it remembers the session in the page's list (a session
-//! opened by its address after a restart is listed again).
+//! summary_chars, first_turn, last_turn, covered_tokens, summary_tokens, receipt}`, tokens by
+//! the core's estimator, `receipt` as the store holds it (or null). The route never writes; it
+//! remembers the session in the page's list (a session opened by its address after a restart is
+//! listed again).
 //!
 //! Cost: two port calls for the turns, one `expand` per compaction (each is the store's
 //! indexed read where it has one; the port's defaults read the whole session).
@@ -126,6 +127,7 @@ async fn history(
             "covered_tokens": CharsPerToken.estimate(&text),
             // The core's estimator counts characters: the summary's are known.
             "summary_tokens": c.summary_chars.div_ceil(4),
+            "receipt": c.receipt,
         }));
     }
     let state = store

@@ -4,18 +4,22 @@
 //! the settings file through config-ssot). The lane it drives is framework-free
 //! ([`crate::lane`]).
 
+mod chat;
 pub mod coordinator;
 pub mod guard;
 mod history;
 pub mod listener;
+mod llm_span;
 mod open_turns;
 mod openai_stream;
 mod page;
 mod recall;
 pub mod recall_tool;
+mod relay;
 mod server;
 mod settings;
 mod shape;
+mod token_series;
 
 pub use coordinator::{
     ChatMessage, Coordinator, CoordinatorConfig, CoordinatorConfigError, CoordinatorRequest,

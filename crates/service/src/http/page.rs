@@ -25,15 +25,12 @@ use axum::http::{StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use compaction_core::{
-    Event, SessionKey, SessionStore, StoreError, assemble_around, completed_turns, coordinator_view,
-};
+use compaction_core::{SessionKey, SessionStore, StoreError};
 use config_ssot::{ConfigError, ConfigStore};
 use serde_json::{Map, Value, json};
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::coordinator::CoordinatorRequest;
 use super::settings::SettingsHub;
 use crate::lane::Lanes;
 
@@ -267,9 +264,7 @@ pub(super) async fn first_question(store: &dyn SessionStore, key: &SessionKey) -
     })
 }
 
-/// Prompt tokens per completed turn: `with` is what the coordinator reported for the prompt
-/// it was sent (the compacted one), `without` the same assembly over the whole uncompacted
-/// history by the core's estimator; `next` is both for the next prompt (before its query).
+/// Prompt tokens per completed turn, with and without compaction ([`super::token_series`]).
 async fn tokens(
     State(page): State<Arc<Page>>,
     Path((app, user, id)): Path<(String, String, String)>,
@@ -286,37 +281,7 @@ async fn tokens(
         Ok(context) => context,
         Err(e) => return store_error(e),
     };
-    let plain: Vec<&Event> = coordinator_view(&session.events)
-        .into_iter()
-        .filter(|e| e.compaction().is_none())
-        .collect();
-    let uncompacted = |before: &[&Event], question: &str| {
-        let context = assemble_around(None, before.iter().map(|e| (*e).clone()));
-        CoordinatorRequest::assemble(&context, question).estimated_prompt_tokens()
-    };
-    let turns: Vec<Value> = completed_turns(&plain)
-        .iter()
-        .enumerate()
-        .map(|(i, turn)| {
-            let start = plain
-                .iter()
-                .position(|e| std::ptr::eq(*e, turn.events[0]))
-                .unwrap_or(0);
-            json!({
-                "turn": i + 1,
-                "with": turn.final_response().and_then(Event::prompt_tokens),
-                "without": uncompacted(&plain[..start], &turn.user_query()),
-            })
-        })
-        .collect();
-    axum::Json(json!({
-        "turns": turns,
-        "next": {
-            "with": CoordinatorRequest::assemble(&context, "").estimated_prompt_tokens(),
-            "without": uncompacted(&plain, ""),
-        },
-    }))
-    .into_response()
+    axum::Json(super::token_series::token_series(&session.events, &context)).into_response()
 }
 
 async fn get_settings(State(page): State<Arc<Page>>) -> Response {

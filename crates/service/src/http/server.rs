@@ -2,9 +2,7 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
@@ -15,19 +13,15 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use compaction_core::{
-    Clock, ContextEntry, Event, EventBuilder, IdGenerator, Revision, SessionKey, SessionStore,
-    StoreError, Timestamp, completed_turns, coordinator_view,
+    Clock, ContextEntry, Event, IdGenerator, Revision, SessionKey, SessionStore, StoreError,
+    Timestamp,
 };
 use serde_json::{Map, Value, json};
-use tokio::sync::{mpsc, oneshot, watch};
-use tokio_stream::Stream;
+use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
-use tracing::Instrument as _;
 
-use super::coordinator::{
-    Coordinator, CoordinatorRequest, RecallTool, ReplyChunk, SelectedCoordinator,
-};
-use crate::lane::{LaneError, LaneReport, Lanes};
+use super::coordinator::{Coordinator, SelectedCoordinator};
+use crate::lane::{LaneReport, Lanes};
 
 /// The largest chat message accepted by default: 1 MiB.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1 << 20;
@@ -124,17 +118,17 @@ impl std::fmt::Debug for Server {
 
 pub(super) struct AppState {
     pub(super) store: Arc<dyn SessionStore>,
-    lanes: Lanes,
-    coordinator: Arc<dyn Coordinator>,
+    pub(super) lanes: Lanes,
+    pub(super) coordinator: Arc<dyn Coordinator>,
     coordinator_reason: String,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) ids: Arc<dyn IdGenerator>,
     pub(super) options: ServeOptions,
-    reports: Mutex<VecDeque<Arc<LaneReport>>>,
+    pub(super) reports: Mutex<VecDeque<Arc<LaneReport>>>,
     stopping: watch::Sender<bool>,
     /// Raised when the shutdown's grace period has passed: running chat streams store what they
     /// streamed as partial and end.
-    cancel: watch::Sender<bool>,
+    pub(super) cancel: watch::Sender<bool>,
     page: Arc<super::page::Page>,
 }
 
@@ -215,7 +209,10 @@ impl Server {
             .route("/readyz", get(readyz))
             .route("/v1/sessions", post(create_session))
             .route("/v1/sessions/{app}/{user}/{id}", get(get_session))
-            .route("/v1/sessions/{app}/{user}/{id}/chat", post(chat))
+            .route(
+                "/v1/sessions/{app}/{user}/{id}/chat",
+                post(super::chat::chat),
+            )
             .route(
                 "/v1/sessions/{app}/{user}/{id}/events",
                 get(compaction_events).post(append_event),
@@ -305,7 +302,7 @@ pub(super) struct ApiError {
 }
 
 impl ApiError {
-    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+    pub(super) fn new(status: StatusCode, message: impl Into<String>) -> Self {
         ApiError {
             status,
             message: message.into(),
@@ -359,7 +356,7 @@ pub(super) type ApiResult<T> = Result<T, ApiError>;
 
 /// The request body as a JSON object, read up to `limit` bytes (413 beyond) within the body
 /// timeout (408 after it).
-async fn json_object(
+pub(super) async fn json_object(
     s: &AppState,
     body: Body,
     limit: usize,
@@ -391,7 +388,7 @@ async fn json_object(
     }
 }
 
-fn string_field<'a>(
+pub(super) fn string_field<'a>(
     body: &'a Map<String, Value>,
     field: &str,
     expected: &str,
@@ -551,6 +548,7 @@ async fn get_session(
                 "end_timestamp": c.end_timestamp,
                 "summary_chars": c.summary_chars,
                 "subsumed": c.subsumed,
+                "receipt": c.receipt,
             })
         })
         .collect();
@@ -563,344 +561,6 @@ async fn get_session(
     .into_response();
     set_etag(&mut response, revision);
     Ok(response)
-}
-
-const CHAT_FORM: &str = r#"{"message": "<text>"}"#;
-
-async fn chat(
-    State(s): State<Arc<AppState>>,
-    Path((app, user, id)): Path<(String, String, String)>,
-    body: Body,
-) -> ApiResult<Response> {
-    let limit = s.options.max_message_bytes;
-    // The envelope around the message may add a little: the message itself is checked below.
-    let body = json_object(&s, body, limit.saturating_add(64 * 1024), CHAT_FORM).await?;
-    let message = match string_field(&body, "message", CHAT_FORM)? {
-        Some(m) if m.len() > limit => {
-            return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "field `message` is {} bytes, over the limit of {limit} bytes",
-                    m.len()
-                ),
-            ));
-        }
-        Some(m) if m.trim().is_empty() => {
-            return Err(ApiError::bad_request(format!(
-                "field `message` must not be empty: expected {CHAT_FORM}"
-            )));
-        }
-        Some(m) => m.to_owned(),
-        None => {
-            return Err(ApiError::bad_request(format!(
-                "missing field `message`: expected {CHAT_FORM}"
-            )));
-        }
-    };
-    if let Some(other) = body.keys().find(|k| *k != "message") {
-        return Err(ApiError::bad_request(format!(
-            "unknown field `{other}`: expected {CHAT_FORM}"
-        )));
-    }
-    let key = route_key(app, user, id)?;
-    s.store.gate_snapshot(&key).await.map_err(ApiError::store)?;
-    let invocation = s.ids.next_id();
-    // Phoenix treats `session.id` as unique in the whole instance: the key's three parts, so
-    // that two users' (or apps') sessions of the same id stay two sessions.
-    let span = tracing::info_span!(
-        "coordinator_turn",
-        otel.name = "coordinator_turn",
-        openinference.span.kind = "CHAIN",
-        session.id = %key,
-        compaction.session_id = %key.session_id,
-        user.id = %key.user_id,
-        compaction.app = %key.app_name,
-        invocation.id = %invocation,
-        input.value = tracing::field::Empty,
-        input.mime_type = tracing::field::Empty,
-        output.value = tracing::field::Empty,
-        output.mime_type = tracing::field::Empty,
-        otel.status_code = tracing::field::Empty,
-        otel.status_description = tracing::field::Empty,
-    );
-    if s.options.hide_inputs {
-        span.record("input.value", REDACTED);
-    } else {
-        span.record(
-            "input.value",
-            compaction_core::scrub::scrub(&message).as_ref(),
-        );
-        span.record("input.mime_type", "text/plain");
-    }
-    let turn = s
-        .lanes
-        .begin(&key, invocation.clone())
-        .instrument(span.clone())
-        .await
-        .map_err(|e| match e {
-            LaneError::ShuttingDown => {
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
-            }
-            LaneError::TurnInProgress(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
-            other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
-        })?;
-    let events = EventBuilder::new(
-        s.clock.as_ref(),
-        s.ids.as_ref(),
-        s.options.coordinator_author.clone(),
-    );
-    let context = super::open_turns::close_open_turn(&s, &key, &events)
-        .await
-        .map_err(ApiError::store)?;
-    let request = CoordinatorRequest::assemble(&context, &message)
-        .with_recall(RecallTool::new(s.store.clone(), key.clone()));
-    append_latest(&s, &key, events.user_query(&invocation, &message))
-        .await
-        .map_err(ApiError::store)?;
-    let limits = s.options.limits.clone();
-    let upstream = tokio::time::timeout(
-        limits.upstream_first_byte,
-        s.coordinator.stream(&request).instrument(span.clone()),
-    )
-    .await
-    .unwrap_or_else(|_| {
-        Err(format!(
-            "no answer from the coordinator within {:?}",
-            limits.upstream_first_byte
-        )
-        .into())
-    });
-    let mut cancel = s.cancel.subscribe();
-
-    let (tx, rx) = mpsc::channel::<SseEvent>(32);
-    let (closed_tx, closed_rx) = oneshot::channel();
-    let state = s.clone();
-    let pump = async move {
-        let author = state.options.coordinator_author.clone();
-        let events = EventBuilder::new(state.clock.as_ref(), state.ids.as_ref(), author);
-        let mut upstream = match upstream {
-            Ok(stream) => stream,
-            Err(e) => {
-                upstream_failed(&state, &events, &key, &invocation, &tx, &e.to_string()).await;
-                return;
-            }
-        };
-        let mut text = String::new();
-        let mut usage = None;
-        let mut first = true;
-        loop {
-            let wait = if first {
-                limits.upstream_first_byte
-            } else {
-                limits.upstream_between_chunks
-            };
-            tokio::select! {
-                () = tx.closed() => {
-                    client_gone(&state, &events, &key, &invocation, &text).await;
-                    return;
-                }
-                () = async { let _ = cancel.wait_for(|c| *c).await; } => {
-                    // The shutdown's grace period passed: what streamed is kept as partial.
-                    client_gone(&state, &events, &key, &invocation, &text).await;
-                    return;
-                }
-                item = tokio::time::timeout(wait, upstream.recv()) => match item {
-                    Err(_) => {
-                        let message = format!("no chunk from the coordinator within {wait:?}");
-                        upstream_failed(&state, &events, &key, &invocation, &tx, &message).await;
-                        return;
-                    }
-                    Ok(Some(Ok(ReplyChunk::Delta(delta)))) => {
-                        first = false;
-                        text.push_str(&delta);
-                        let event = SseEvent::default().event("delta").data(delta);
-                        // A reader that stops reading fills the channel: after the write
-                        // timeout the turn ends as a partial reply and the lane is freed.
-                        // The shutdown's cancel ends a write that waits on such a reader too.
-                        let sent = tokio::select! {
-                            sent = tokio::time::timeout(limits.write, tx.send(event)) => {
-                                matches!(sent, Ok(Ok(())))
-                            }
-                            () = async { let _ = cancel.wait_for(|c| *c).await; } => false,
-                        };
-                        if !sent {
-                            client_gone(&state, &events, &key, &invocation, &text).await;
-                            return;
-                        }
-                    }
-                    Ok(Some(Ok(ReplyChunk::Usage { prompt_tokens, completion_tokens }))) => {
-                        usage = Some((prompt_tokens, completion_tokens));
-                    }
-                    Ok(Some(Ok(chunk @ (ReplyChunk::ToolCall { .. } | ReplyChunk::ToolResult { .. })))) => {
-                        first = false;
-                        if let Err(e) =
-                            store_tool_chunk(&state, &events, &key, &invocation, &tx, chunk).await
-                        {
-                            upstream_failed(&state, &events, &key, &invocation, &tx, &e).await;
-                            return;
-                        }
-                    }
-                    Ok(Some(Err(e))) => {
-                        upstream_failed(&state, &events, &key, &invocation, &tx, &e.to_string())
-                            .await;
-                        return;
-                    }
-                    Ok(None) => break,
-                }
-            }
-        }
-        let (prompt_tokens, completion_tokens) = usage.unwrap_or_else(|| {
-            (
-                request.estimated_prompt_tokens(),
-                compaction_core::TokenEstimator::estimate(&compaction_core::CharsPerToken, &text)
-                    as u64,
-            )
-        });
-        let reply = events.reply(&invocation, &text, Some(prompt_tokens));
-        if let Err(e) = append_latest(&state, &key, reply).await {
-            let message = format!("the reply could not be stored: {e}");
-            tracing::warn!(%key, "{message}");
-            // The turn must not stay open: an error event closes it when the store takes one.
-            let closing = events.error(&invocation, "REPLY_NOT_STORED", &message);
-            if let Err(e) = append_latest(&state, &key, closing).await {
-                tracing::warn!(%key, "the turn could not be closed either: {e}");
-            }
-            let _ = tx
-                .send(
-                    SseEvent::default()
-                        .event("error")
-                        .data(error_data(&message)),
-                )
-                .await;
-            return;
-        }
-        record_reply(&state, &tracing::Span::current(), &text);
-        let turn_number = turn_number(&state, &key).await;
-        let done = json!({
-            "turn": turn_number,
-            "invocation_id": invocation,
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "lane_wait": turn.wait().label(),
-            "lane_waited_ms": turn.wait().duration().as_secs_f64() * 1e3,
-        });
-        let _ = tx
-            .send(SseEvent::default().event("done").data(done.to_string()))
-            .await;
-        drop(tx);
-        // The body ends once the last event was handed to the connection; a client gone
-        // after `done` leaves a complete, stored turn, which is evaluated all the same.
-        let _ = closed_rx.await;
-        let evaluation = turn.finish();
-        if let Ok(report) = evaluation.await {
-            let mut reports = state.reports.lock().unwrap_or_else(|e| e.into_inner());
-            reports.push_back(report);
-            while reports.len() > state.options.reports_kept {
-                reports.pop_front();
-            }
-        }
-    };
-    tokio::spawn(pump.instrument(span));
-    let stream = ClosingStream {
-        inner: ReceiverStream::new(rx),
-        on_end: Some(closed_tx),
-    };
-    Ok(Sse::new(stream).into_response())
-}
-
-fn error_data(message: &str) -> String {
-    json!({ "message": message }).to_string()
-}
-
-/// The coordinator failed: the turn is stored as errored (never completed), the client gets
-/// an `error` event, and nothing is evaluated.
-async fn upstream_failed(
-    state: &AppState,
-    events: &EventBuilder<'_>,
-    key: &SessionKey,
-    invocation: &str,
-    tx: &mpsc::Sender<SseEvent>,
-    message: &str,
-) {
-    tracing::warn!(%key, "coordinator failed: {message}");
-    let span = tracing::Span::current();
-    span.record("otel.status_code", "ERROR");
-    span.record(
-        "otel.status_description",
-        compaction_core::scrub::scrub(&format!("coordinator failed: {message}")).as_ref(),
-    );
-    let event = events.error(invocation, "UPSTREAM_ERROR", message);
-    let stored = append_latest(state, key, event).await.is_ok();
-    let data = json!({ "message": format!("coordinator failed: {message}"), "stored": stored });
-    let _ = tx
-        .send(SseEvent::default().event("error").data(data.to_string()))
-        .await;
-}
-
-/// What a hidden input or output shows (OpenInference's convention).
-const REDACTED: &str = "__REDACTED__";
-
-/// The turn span's `output.value` (the reply, scrubbed, or redacted) and status OK.
-fn record_reply(state: &AppState, span: &tracing::Span, text: &str) {
-    if state.options.hide_outputs {
-        span.record("output.value", REDACTED);
-    } else {
-        span.record("output.value", compaction_core::scrub::scrub(text).as_ref());
-        span.record("output.mime_type", "text/plain");
-    }
-    span.record("otel.status_code", "OK");
-}
-
-/// The client went away mid-stream: what was streamed is stored as a partial reply.
-async fn client_gone(
-    state: &AppState,
-    events: &EventBuilder<'_>,
-    key: &SessionKey,
-    invocation: &str,
-    text: &str,
-) {
-    tracing::info!(%key, "client disconnected mid-stream; storing the partial reply");
-    if let Err(e) = append_latest(state, key, events.partial_reply(invocation, text)).await {
-        tracing::warn!(%key, "the partial reply could not be stored: {e}");
-    }
-}
-
-/// A recall tool call or its result: stored as the turn's function call or function
-/// response event, and shown to the client as a `tool` event.
-async fn store_tool_chunk(
-    state: &AppState,
-    events: &EventBuilder<'_>,
-    key: &SessionKey,
-    invocation: &str,
-    tx: &mpsc::Sender<SseEvent>,
-    chunk: ReplyChunk,
-) -> Result<(), String> {
-    let (event, data) = match chunk {
-        ReplyChunk::ToolCall {
-            id,
-            name,
-            arguments,
-        } => {
-            let args = serde_json::from_str(&arguments).unwrap_or(Value::String(arguments));
-            let data = json!({"kind": "call", "name": name, "arguments": args});
-            (events.tool_call(invocation, &id, &name, args), data)
-        }
-        ReplyChunk::ToolResult { id, name, result } => {
-            let event = events.tool_result(invocation, &id, &name, &result);
-            (
-                event,
-                json!({"kind": "result", "name": name, "result": result}),
-            )
-        }
-        ReplyChunk::Delta(_) | ReplyChunk::Usage { .. } => return Ok(()),
-    };
-    append_latest(state, key, event)
-        .await
-        .map_err(|e| format!("the tool call could not be stored: {e}"))?;
-    let _ = tx
-        .send(SseEvent::default().event("tool").data(data.to_string()))
-        .await;
-    Ok(())
 }
 
 /// How often the server's own append is retried after another writer moved the session on.
@@ -942,36 +602,6 @@ fn restamp(now: Timestamp, latest: Timestamp) -> Timestamp {
     // spacing where that is coarser).
     let step = (seconds.abs() * f64::EPSILON * 2.0).max(1e-6);
     Timestamp::new(seconds + step).unwrap_or(latest)
-}
-
-/// The turn's number: completed turns of the session's coordinator view.
-async fn turn_number(state: &AppState, key: &SessionKey) -> Option<usize> {
-    let session = state.store.load(key).await.ok()?;
-    Some(completed_turns(&coordinator_view(&session.events)).len())
-}
-
-/// An SSE body that reports when it ended (the last event was handed to the connection);
-/// dropped before that, it reports nothing (the client went away).
-struct ClosingStream {
-    inner: ReceiverStream<SseEvent>,
-    on_end: Option<oneshot::Sender<()>>,
-}
-
-impl Stream for ClosingStream {
-    type Item = Result<SseEvent, Infallible>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        match Pin::new(&mut self.inner).poll_next(cx) {
-            Poll::Ready(Some(event)) => Poll::Ready(Some(Ok(event))),
-            Poll::Ready(None) => {
-                if let Some(end) = self.on_end.take() {
-                    let _ = end.send(());
-                }
-                Poll::Ready(None)
-            }
-            Poll::Pending => Poll::Pending,
-        }
-    }
 }
 
 async fn compaction_events(

@@ -18,31 +18,12 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, Weak};
 
 use compaction_core::Settings;
-use compaction_core::settings::{
-    KEY_DECISION_MODEL, KEY_ENABLE, KEY_MIN_TURNS, KEY_RETENTION_TURNS, KEY_SUMMARIZER_MODEL,
-    KEY_THRESHOLD, KEY_TOKEN_CEILING, KEY_TOKEN_FLOOR, KEYS,
-};
+use compaction_core::settings::{KEYS, key_hint};
 use config_ssot::{ConfigError, ConfigFile, ConfigStore, DEFAULT_POLL_INTERVAL, WatchEvent};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use crate::lane::Lanes;
-
-/// What a person reads beside each key: its form and range. The rules themselves live in
-/// compaction-core and are enforced by config-ssot on save; these words only guide the typing.
-pub(super) fn hint(key: &str) -> &'static str {
-    match key {
-        KEY_ENABLE => "true or false: the master toggle",
-        KEY_SUMMARIZER_MODEL => "a non-empty model slug: writes the rolling summary",
-        KEY_RETENTION_TURNS => "an integer ≥ 0: completed turns kept verbatim (K)",
-        KEY_MIN_TURNS => "an integer > K (a smaller one is clamped to K + 1, with a warning)",
-        KEY_TOKEN_FLOOR => "an integer ≥ 0, at most the ceiling: below it, no probe",
-        KEY_TOKEN_CEILING => "an integer ≥ the floor: at or above it, compaction is forced",
-        KEY_THRESHOLD => "a number in [0.0, 1.0] (τ): compress when p ≥ τ",
-        KEY_DECISION_MODEL => "a non-empty model slug: answers the probe",
-        _ => "",
-    }
-}
 
 /// The JSON type of each key, read off its default (as config-ssot reads it).
 fn json_kind(value: &Value) -> &'static str {
@@ -64,7 +45,7 @@ fn fields() -> Vec<Value> {
                 "key": key,
                 "type": json_kind(&default),
                 "default": default,
-                "hint": hint(key),
+                "hint": key_hint(key),
             })
         })
         .collect()

@@ -4,20 +4,19 @@
 //! Deterministic and network-free. Each new turn becomes a **topic**: the user's question as
 //! a `### Q:` heading that names the session's turn it came from (`### Q: … (turn 7)`, when
 //! the request carries turn numbers: what `compaction recall --turns 7..7` expands), then
-//! - the user's **constraints** (`- Constraint: exclude pre-2015 studies …`), the
-//!   **decisions** of the turn (`- Decision: …`) and the answer's **corrections**
-//!   (`- Correction: …`): pinned, never dropped;
+//! - the user's **constraints** (`- Constraint: exclude pre-2015 studies …`) and the
+//!   **decisions** of the turn (`- Decision: …`): pinned, never dropped;
 //! - the answer's first sentence, when it states no fact (prose, dropped first);
 //! - every **finding** (a sentence or a Markdown table row that states a number, a citation or
 //!   an identifier, see [`crate::findings`]) of the answer (`- `) and of the tool syntheses
-//!   (`* `, evidence), each once.
+//!   (`* `, evidence), each once: a line whose every fact a line kept before it states is a
+//!   **duplicate** and goes (the answer's lines are kept before the syntheses').
 //!
-//! **Corrections honoured:** when a new turn corrects an earlier figure, every earlier line
-//! (of the previous summary or of the slice) that states a retracted figure is kept but marked
-//! `- Superseded by a later correction: …` (a heading gets `(figures corrected later)`), so
-//! the old claim is never stated as valid; the correction itself is pinned, and the correcting
-//! turn's synthesis sentences that state a retracted figure read `- About a corrected figure:
-//! …` (its table rows and its answer are the corrected record and stay as they are).
+//! **Corrections, claim by claim** ([`crate::supersede`]): when a new turn corrects an earlier
+//! claim (a line of the previous summary, of an earlier turn of the slice, or an earlier
+//! correction), the claim leaves the findings and the `## Corrections` section
+//! ([`crate::corrections`]) states it once: what was said, what it was corrected to, which turn
+//! corrected it. A claim the correction does not target stays as it was.
 //!
 //! Rolling consolidation parses the previous summary back into its topics (a summary written by
 //! another summarizer becomes one `### Earlier summary` topic) and puts the new topics after
@@ -29,24 +28,35 @@
 //! without a citation; cited findings — each topic keeping its headline (its answer's first
 //! finding) — then the headlines, and the headings of topics left empty (the newest topic
 //! stays). A kept line is never cut, so a kept finding keeps its numbers and sources; a note
-//! says how many lines were left out.
+//! says how many lines were left out. Corrections are pinned.
+//!
+//! **The receipt** ([`compaction_core::Receipt`]): how many findings the summary keeps, the
+//! claims this fold corrected, and the findings it dropped (duplicate or budget).
 //!
 //! **The bibliography** ([`crate::bibliography`]): the sources the kept lines cite, one
 //! compact line each (`Haddad & Rivas 2021 — Title — doi:…`), and every other citation in one
 //! `Also cited` line. No citation of the ledger is ever lost.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 use compaction_core::{
-    AdapterError, CharsPerToken, ModelInfo, Summarizer, Summary, SummaryRequest, TokenEstimator,
-    TurnDigest,
+    AdapterError, CharsPerToken, DropReason, DroppedFinding, ModelInfo, Receipt, Summarizer,
+    Summary, SummaryRequest, TokenEstimator, TurnDigest,
 };
+
+mod budget;
+mod correct;
+
+use budget::{condense, dedupe};
+use correct::apply_corrections;
 
 use crate::bibliography;
 use crate::citation;
+use crate::corrections::{self, CORRECTIONS_HEADING, Entry};
 use crate::findings::{self, facts};
 use crate::ledger::CitationLedger;
+use crate::supersede::{self, NewTurn};
 use crate::text::{collapse, cut, sentences};
 
 /// The summary's first line.
@@ -61,15 +71,15 @@ pub const MIN_BUDGET_TOKENS: usize = 200;
 const TOPIC_PREFIX: &str = "### ";
 const QUESTION_PREFIX: &str = "### Q: ";
 const FOREIGN_HEADING: &str = "### Earlier summary";
-const CORRECTED_MARK: &str = "(figures corrected later) ";
 const LINE: &str = "- ";
 /// A line of a tool synthesis (evidence) rather than of the answer: also a Markdown bullet.
 const EVIDENCE: &str = "* ";
 const CONSTRAINT: &str = "- Constraint: ";
 const DECISION: &str = "- Decision: ";
-const CORRECTION: &str = "- Correction: ";
-const SUPERSEDED: &str = "- Superseded by a later correction: ";
-const REFERS: &str = "- About a corrected figure: ";
+/// A pinned correction line of a summary written before claim-level corrections.
+const OLD_CORRECTION: &str = "- Correction: ";
+/// A superseded line of a summary written before claim-level corrections: not carried.
+const OLD_SUPERSEDED: &str = "- Superseded by a later correction: ";
 const NOTE_PREFIX: &str = "_Condensed to stay within";
 /// Longest question heading, in characters.
 const MAX_QUESTION_CHARS: usize = 160;
@@ -83,15 +93,13 @@ const NOTE_RESERVE: usize = 200;
 enum Rank {
     /// States no fact.
     Prose,
-    /// An earlier claim a later turn corrected.
-    Superseded,
     /// A tool synthesis's line that states numbers or identifiers, no citation.
     Evidence,
     /// An answer's line that states numbers or identifiers, no citation.
     Figure,
     /// States a citation.
     Cited,
-    /// A constraint, decision or correction: never dropped.
+    /// A constraint or decision: never dropped.
     Pinned,
 }
 
@@ -186,46 +194,102 @@ impl OfflineSummarizer {
 
     /// The consolidated summary of `request`, with its `## Cited Sources` section.
     pub fn consolidate(&self, request: &SummaryRequest) -> String {
-        let mut topics = request
+        self.consolidate_with_receipt(request).0
+    }
+
+    /// The consolidated summary of `request` and its receipt.
+    pub fn consolidate_with_receipt(&self, request: &SummaryRequest) -> (String, Receipt) {
+        let (mut topics, mut entries) = request
             .previous_summary
             .as_deref()
             .map(parse_previous)
             .unwrap_or_default();
+        let mut corrected = Vec::new();
+        let mut dropped: Vec<DroppedFinding> = Vec::new();
         for (i, turn) in request.turns.iter().enumerate() {
-            let (mut topic, retracted) = topic_of(turn);
-            if let Some(first) = request.first_turn {
-                topic.heading.push_str(&format!(" (turn {})", first + i));
+            let number = request.first_turn.map(|first| first + i);
+            let (mut topic, new_turn) = topic_of(turn);
+            if let Some(n) = number {
+                topic.heading.push_str(&format!(" (turn {n})"));
             }
-            if !retracted.is_empty() {
-                mark_superseded(&mut topics, &retracted);
-            }
+            corrected.extend(apply_corrections(
+                &mut topics,
+                &mut entries,
+                &mut topic,
+                &new_turn,
+                number,
+                &mut dropped,
+            ));
             topics.push(topic);
         }
-        dedupe(&mut topics);
+        dropped.extend(
+            dedupe(&mut topics)
+                .into_iter()
+                .map(|finding| DroppedFinding {
+                    finding,
+                    reason: DropReason::Duplicate,
+                }),
+        );
         let ledger = CitationLedger::from_request(request);
+        let (text, budget_dropped) = self.fit(&mut topics, &entries, &ledger);
+        dropped.extend(budget_dropped.into_iter().map(|finding| DroppedFinding {
+            finding,
+            reason: DropReason::Budget,
+        }));
+        let kept = topics
+            .iter()
+            .flat_map(|t| &t.lines)
+            .filter(|l| !l.facts.is_empty())
+            .count();
+        let receipt = Receipt {
+            kept,
+            corrected,
+            dropped,
+        };
+        (text, receipt)
+    }
+
+    /// Drops lines until the summary fits the budget; the summary and the findings dropped.
+    fn fit(
+        &self,
+        topics: &mut Vec<Topic>,
+        entries: &[Entry],
+        ledger: &CitationLedger,
+    ) -> (String, Vec<String>) {
         let budget_chars = self.budget_tokens * 4;
+        let section = corrections::render(entries);
+        let section_chars = if section.is_empty() {
+            0
+        } else {
+            section.chars().count() + 2
+        };
         // The bibliography with every line kept; lines dropped from the prose can move
         // citations into its `Also cited` line, so the prose target shrinks by any overshoot.
         let bibliography_chars =
-            bibliography::render(SOURCES_HEADING, ledger.entries(), &render_topics(&topics))
+            bibliography::render(SOURCES_HEADING, ledger.entries(), &render_topics(topics))
                 .chars()
                 .count();
-        let mut prose_budget = budget_chars.saturating_sub(bibliography_chars + 2);
-        let mut dropped = 0;
+        let mut prose_budget = budget_chars.saturating_sub(bibliography_chars + section_chars + 2);
+        let mut dropped = Vec::new();
         let mut text;
         loop {
             let now = condense(
-                &mut topics,
+                topics,
                 prose_budget.saturating_sub(NOTE_RESERVE),
                 prose_budget,
+                &mut dropped,
             );
-            dropped += now;
-            let mut prose = render_topics(&topics);
-            if dropped > 0 {
+            let mut prose = render_topics(topics);
+            if !section.is_empty() {
+                prose.push_str("\n\n");
+                prose.push_str(&section);
+            }
+            if !dropped.is_empty() {
                 prose.push_str(&format!(
-                    "\n\n{NOTE_PREFIX} summarizer_summary_max_tokens = {}: {dropped} lines left \
+                    "\n\n{NOTE_PREFIX} summarizer_summary_max_tokens = {}: {} lines left \
                      out (prose and restated figures first); every source is still listed._",
-                    self.budget_tokens
+                    self.budget_tokens,
+                    dropped.len()
                 ));
             }
             let sources = bibliography::render(SOURCES_HEADING, ledger.entries(), &prose);
@@ -245,7 +309,12 @@ impl OfflineSummarizer {
             }
             prose_budget = next;
         }
-        text
+        let findings = dropped
+            .into_iter()
+            .filter(|l: &Line| !l.facts.is_empty())
+            .map(|l| l.text)
+            .collect();
+        (text, findings)
     }
 }
 
@@ -258,145 +327,8 @@ fn render_topics(topics: &[Topic]) -> String {
     out
 }
 
-/// Drops lines until the prose fits `target` characters (when it is over `limit`): see the
-/// module docs for the order. Returns how many lines went.
-fn condense(topics: &mut Vec<Topic>, target: usize, limit: usize) -> usize {
-    let mut total = TITLE.chars().count() + topics.iter().map(Topic::chars).sum::<usize>();
-    if total <= limit {
-        return 0;
-    }
-    let mut dropped = 0;
-    let mut count: HashMap<String, usize> = HashMap::new();
-    for line in topics.iter().flat_map(|t| &t.lines) {
-        for f in &line.facts {
-            *count.entry(f.clone()).or_default() += 1;
-        }
-    }
-    let restated = |line: &Line, count: &HashMap<String, usize>| {
-        !line.facts.is_empty()
-            && line
-                .facts
-                .iter()
-                .all(|f| count.get(f).copied().unwrap_or(0) > 1)
-    };
-    // (rank, only restated lines)
-    let passes = [
-        (Rank::Prose, false),
-        (Rank::Evidence, true),
-        (Rank::Figure, true),
-        (Rank::Cited, true),
-        (Rank::Superseded, false),
-        (Rank::Evidence, false),
-        (Rank::Figure, false),
-        (Rank::Cited, false),
-    ];
-    // First every topic keeps its headline (its first finding), so that an old topic shrinks
-    // to its question and one finding before any topic loses its last one; then headlines go,
-    // oldest topic first.
-    let last_resort = [
-        (Rank::Evidence, false),
-        (Rank::Figure, false),
-        (Rank::Cited, false),
-    ];
-    let passes = passes
-        .iter()
-        .map(|&(rank, restated)| (rank, restated, true))
-        .chain(
-            last_resort
-                .iter()
-                .map(|&(rank, restated)| (rank, restated, false)),
-        );
-    for (rank, only_restated, keep_headline) in passes {
-        for topic in topics.iter_mut() {
-            let mut i = 0;
-            while total > target && i < topic.lines.len() {
-                let headline = keep_headline.then(|| topic.headline()).flatten();
-                let line = &topic.lines[i];
-                if line.rank == rank
-                    && Some(i) != headline
-                    && (!only_restated || restated(line, &count))
-                {
-                    for f in &line.facts {
-                        if let Some(c) = count.get_mut(f) {
-                            *c -= 1;
-                        }
-                    }
-                    total -= line.text.chars().count() + 1;
-                    topic.lines.remove(i);
-                    dropped += 1;
-                } else {
-                    i += 1;
-                }
-            }
-        }
-    }
-    // Then the headings of topics left empty, oldest first (the newest topic stays).
-    let mut i = 0;
-    while total > target && i + 1 < topics.len() {
-        if topics[i].lines.is_empty() {
-            total -= topics.remove(i).chars();
-            dropped += 1;
-        } else {
-            i += 1;
-        }
-    }
-    dropped
-}
-
-/// Removes repeated lines (same text up to case), keeping the first.
-fn dedupe(topics: &mut [Topic]) {
-    let mut seen: HashSet<String> = HashSet::new();
-    for topic in topics {
-        topic
-            .lines
-            .retain(|l| seen.insert(collapse(&l.text).to_lowercase()));
-    }
-}
-
-/// A topic heading without its turn pointer (` (turn 7)`): the pointer states no figure.
-fn without_pointer(heading: &str) -> &str {
-    match heading.rsplit_once(" (turn ") {
-        Some((rest, tail))
-            if tail.ends_with(')')
-                && tail[..tail.len() - 1].chars().all(|c| c.is_ascii_digit()) =>
-        {
-            rest
-        }
-        _ => heading,
-    }
-}
-
-/// Marks every line of `topics` that states a retracted figure as superseded.
-fn mark_superseded(topics: &mut [Topic], retracted: &BTreeSet<String>) {
-    let states = |text: &str| retracted.iter().any(|f| findings::states_figure(text, f));
-    for topic in topics {
-        if states(without_pointer(&topic.heading)) && !topic.heading.contains(CORRECTED_MARK) {
-            if let Some(rest) = topic.heading.strip_prefix(QUESTION_PREFIX) {
-                topic.heading = format!("{QUESTION_PREFIX}{CORRECTED_MARK}{rest}");
-            } else if let Some(rest) = topic.heading.strip_prefix(TOPIC_PREFIX) {
-                topic.heading = format!("{TOPIC_PREFIX}{CORRECTED_MARK}{rest}");
-            }
-        }
-        for line in &mut topic.lines {
-            let markable = matches!(
-                line.rank,
-                Rank::Evidence | Rank::Figure | Rank::Cited | Rank::Prose
-            );
-            if markable && states(&line.text) {
-                let body = line
-                    .text
-                    .strip_prefix(LINE)
-                    .or_else(|| line.text.strip_prefix(EVIDENCE))
-                    .unwrap_or(&line.text);
-                line.text = format!("{SUPERSEDED}{body}");
-                line.rank = Rank::Superseded;
-            }
-        }
-    }
-}
-
-/// One turn as a topic, and the figures it retracts (empty unless it corrects).
-fn topic_of(turn: &TurnDigest) -> (Topic, BTreeSet<String>) {
+/// One turn as a topic, and the turn as the correction step reads it.
+fn topic_of(turn: &TurnDigest) -> (Topic, NewTurn) {
     let question = cut(&collapse(&plain_question(&turn.user)), MAX_QUESTION_CHARS);
     let mut lines = Vec::new();
     let user = sentences(&turn.user);
@@ -408,18 +340,8 @@ fn topic_of(turn: &TurnDigest) -> (Topic, BTreeSet<String>) {
         }
     }
     let answer = sentences(&turn.assistant);
-    let cues = findings::correction_cues(&answer);
-    let retracted = if cues.is_empty() {
-        BTreeSet::new()
-    } else {
-        let mut texts = cues.clone();
-        texts.extend(user.iter().filter(|s| s.ends_with('?')).cloned());
-        findings::retracted_figures(&texts)
-    };
     for (i, s) in answer.iter().enumerate() {
-        if cues.contains(s) {
-            lines.push(Line::new(Rank::Pinned, format!("{CORRECTION}{s}")));
-        } else if findings::is_decision(s) {
+        if findings::is_decision(s) {
             lines.push(Line::new(Rank::Pinned, format!("{DECISION}{s}")));
         } else if findings::is_finding(s) {
             lines.push(Line::finding(format!("{LINE}{s}")));
@@ -430,12 +352,16 @@ fn topic_of(turn: &TurnDigest) -> (Topic, BTreeSet<String>) {
             ));
         }
     }
-    let tables = std::iter::once((LINE, turn.assistant.as_str()))
-        .chain(turn.tool_outputs.iter().map(|t| (EVIDENCE, t.as_str())));
-    for (prefix, text) in tables {
-        for row in findings::table_rows(text) {
+    let answer_rows = findings::table_rows(&turn.assistant);
+    for row in &answer_rows {
+        if findings::is_finding(row) {
+            lines.push(Line::finding(format!("{LINE}{row}")));
+        }
+    }
+    for output in &turn.tool_outputs {
+        for row in findings::table_rows(output) {
             if findings::is_finding(&row) {
-                lines.push(Line::finding(format!("{prefix}{row}")));
+                lines.push(Line::finding(format!("{EVIDENCE}{row}")));
             }
         }
     }
@@ -444,20 +370,22 @@ fn topic_of(turn: &TurnDigest) -> (Topic, BTreeSet<String>) {
             if findings::is_decision(&s) {
                 lines.push(Line::new(Rank::Pinned, format!("{DECISION}{s}")));
             } else if findings::is_finding(&s) {
-                // In a correction turn, the synthesis's sentences about a retracted figure
-                // (how it was reported, why it cannot hold) say so.
-                let about_retracted = retracted.iter().any(|f| findings::states_figure(&s, f));
-                let prefix = if about_retracted { REFERS } else { EVIDENCE };
-                lines.push(Line::finding(format!("{prefix}{s}")));
+                lines.push(Line::finding(format!("{EVIDENCE}{s}")));
             }
         }
     }
+    let new_turn = NewTurn {
+        user,
+        answer,
+        rows: answer_rows,
+        rows_announced: supersede::announced_before_table(&turn.assistant),
+    };
     (
         Topic {
             heading: format!("{QUESTION_PREFIX}{question}"),
             lines,
         },
-        retracted,
+        new_turn,
     )
 }
 
@@ -477,12 +405,32 @@ fn plain_question(user: &str) -> String {
 /// The previous summary's topics. Sources sections, the title and the condensation note are
 /// left out (the ledger lists the sources again); prose before the first `### ` heading, or a
 /// whole summary from another summarizer, becomes an `### Earlier summary` topic.
-fn parse_previous(previous: &str) -> Vec<Topic> {
+fn parse_previous(previous: &str) -> (Vec<Topic>, Vec<Entry>) {
     let mut topics: Vec<Topic> = Vec::new();
     let mut foreign: Vec<Line> = Vec::new();
+    let mut entries = Vec::new();
+    let mut in_corrections = false;
     for line in citation::prose_lines(previous) {
         let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed == TITLE || trimmed.starts_with(NOTE_PREFIX) {
+        if trimmed == CORRECTIONS_HEADING {
+            in_corrections = true;
+            continue;
+        }
+        if in_corrections {
+            match Entry::parse(trimmed) {
+                Some(entry) => {
+                    entries.push(entry);
+                    continue;
+                }
+                None if trimmed.is_empty() => continue,
+                None => in_corrections = false,
+            }
+        }
+        if trimmed.is_empty()
+            || trimmed == TITLE
+            || trimmed.starts_with(NOTE_PREFIX)
+            || trimmed.starts_with(OLD_SUPERSEDED)
+        {
             continue;
         }
         if trimmed.starts_with(TOPIC_PREFIX) && trimmed != FOREIGN_HEADING {
@@ -495,13 +443,11 @@ fn parse_previous(previous: &str) -> Vec<Topic> {
         if trimmed == FOREIGN_HEADING {
             continue;
         }
-        let entry = if [CONSTRAINT, DECISION, CORRECTION]
+        let entry = if [CONSTRAINT, DECISION, OLD_CORRECTION]
             .iter()
             .any(|p| trimmed.starts_with(p))
         {
             Line::new(Rank::Pinned, trimmed.to_owned())
-        } else if trimmed.starts_with(SUPERSEDED) {
-            Line::new(Rank::Superseded, trimmed.to_owned())
         } else if trimmed.starts_with('#') {
             // Another summarizer's heading becomes bold text inside the earlier-summary topic.
             Line::new(
@@ -525,7 +471,7 @@ fn parse_previous(previous: &str) -> Vec<Topic> {
             },
         );
     }
-    topics
+    (topics, entries)
 }
 
 /// The summary's estimated tokens (the core's estimator).
@@ -540,7 +486,10 @@ impl Summarizer for OfflineSummarizer {
     }
 
     async fn summarize(&self, request: &SummaryRequest) -> Result<Summary, AdapterError> {
-        Ok(Summary::new(self.consolidate(request)).with_served_model(MODEL_NAME))
+        let (text, receipt) = self.consolidate_with_receipt(request);
+        Ok(Summary::new(text)
+            .with_served_model(MODEL_NAME)
+            .with_receipt(receipt))
     }
 }
 
@@ -590,59 +539,16 @@ mod tests {
         for pointer in ["(turn 6)", "(turn 7)", "(turn 8)"] {
             assert!(rolled.contains(pointer), "{pointer}: {rolled}");
         }
-        let unnumbered = OfflineSummarizer::new(4_000).consolidate(&request(None, vec![claim()]));
+        let unnumbered = OfflineSummarizer::new(4_000).consolidate(&request(
+            None,
+            vec![turn("Plating?", "Plating starts at 4.5 C (Lee 2021).", "")],
+        ));
         assert!(!unnumbered.contains("(turn "), "{unnumbered}");
-        assert_eq!(without_pointer("### Q: x? (turn 12)"), "### Q: x?");
+        assert_eq!(correct::without_pointer("### Q: x? (turn 12)"), "### Q: x?");
         assert_eq!(
-            without_pointer("### Q: x (turn of phrase)"),
+            correct::without_pointer("### Q: x (turn of phrase)"),
             "### Q: x (turn of phrase)"
         );
-    }
-
-    fn claim() -> TurnDigest {
-        turn(
-            "Is there a meta-analysis of foraging effects?",
-            "Their pooled effect is g = −0.84 (95% CI −1.07 to −0.61), a large effect.",
-            "## Meta-analysis\n- Pooled effect: g = −0.84, a large effect.\n- Field studies (k = 10): g = −0.12.",
-        )
-    }
-
-    fn correction() -> TurnDigest {
-        turn(
-            "Hold on. −0.84 as the pooled effect?",
-            "You were right — **correction**: the pooled estimate is g = −0.42, not −0.84. \
-             The −0.84 is the laboratory subgroup.\n\n| Subset | k | g |\n|---|---|---|\n| Laboratory | 21 | −0.84 |\n| Pooled | 47 | −0.42 |",
-            "",
-        )
-    }
-
-    /// Every earlier line stating the retracted figure is marked, in the same slice and across
-    /// folds (the previous summary's evidence lines included); the correction is pinned and
-    /// its own table keeps −0.84 as the laboratory figure.
-    #[test]
-    fn a_correction_marks_every_earlier_statement_of_the_retracted_figure() {
-        let offline = OfflineSummarizer::new(7000);
-        let same_slice = offline.consolidate(&request(None, vec![claim(), correction()]));
-        let first = offline.consolidate(&request(None, vec![claim()]));
-        assert!(first.contains("* Pooled effect: g = −0.84"), "{first}");
-        let rolled = offline.consolidate(&request(Some(&first), vec![correction()]));
-        for text in [&same_slice, &rolled] {
-            let (earlier, later) = text
-                .split_once("### Q: Hold on.")
-                .expect("the correcting turn is a topic");
-            for line in earlier.lines().filter(|l| l.contains("−0.84")) {
-                assert!(line.starts_with(SUPERSEDED), "{line}\n{text}");
-            }
-            // The unrelated field figure stays valid.
-            assert!(
-                earlier.contains("\n* Field studies (k = 10): g = −0.12."),
-                "{text}"
-            );
-            assert!(later.contains(
-                "- Correction: You were right — correction: the pooled estimate is g = −0.42, not −0.84."
-            ));
-            assert!(later.contains("- Laboratory — k: 21; g: −0.84"), "{text}");
-        }
     }
 
     /// Under a tight budget, constraints and decisions stay and no kept line is cut.

@@ -1,0 +1,764 @@
+//! **Claim-level supersession** (issue 30): which earlier claims a new turn corrects, found
+//! from the structure of the exchange rather than from a list of wordings.
+//!
+//! A **claim** is a line that states a value (a number of [`crate::findings`]). A new turn
+//! **corrects** an earlier claim when one of its sentences (of the answer, or of the user
+//! correcting their own earlier statement)
+//! 1. names the claim's **subject** — shares a cited source, or at least
+//!    [`MIN_SHARED_WORDS`] content words with it — and
+//! 2. **disputes its value**: negates a value the claim states (`1.55 per 50, not per 10`,
+//!    `instead of 12`, `41 mm/yr was wrong`), or restates a value of the claim with a different
+//!    companion (the same figure for another arm, dataset or region: the claim says `A: 1.18 on
+//!    30 mg`, the sentence `A: 1.18 on 60 mg`) in a turn that announces a correction, or says
+//!    a source the claim cites was retracted or withdrawn.
+//!
+//! Phrase cues are supporting evidence only: a turn **announces a correction** when a sentence
+//! uses the ordinary vocabulary of error (`wrong`, `mistake`, `correction`, `mis-read`,
+//! `retracted`, …, see [`ERROR_WORDS`]); a sentence that **affirms** a value (`stands`,
+//! `confirmed`, `unchanged`, `was right`) protects it, so a dispute the assistant rejects
+//! supersedes nothing. A user's sentence counts only when it speaks of their own statement
+//! (`I`, `my`) and is not a question: a user contesting a figure is a dispute, not a correction.
+//!
+//! A value that several topics state (a dose, a sample size used as a label) is a **label**,
+//! not a disputed value: sharing it alone never makes a sentence target a claim.
+//!
+//! What this module must never do: supersede a claim that shares neither subject nor value
+//! with the correcting sentence (a property test checks it), or hold a wording that exists
+//! because one evaluation session needed it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::citation::{self, CitationKind};
+use crate::findings;
+
+/// Content words a sentence must share with a claim to name its subject (when no cited
+/// source is shared).
+pub(crate) const MIN_SHARED_WORDS: usize = 2;
+/// Sentences after a value-less announcement of an error that it covers.
+pub(crate) const ANNOUNCED_SPAN: usize = 3;
+/// A sentence that would correct more claims than this by restating their values is a recap.
+pub(crate) const MAX_SWAP_TARGETS: usize = 2;
+/// A value stated in this many topics is a label, not a disputed value.
+pub(crate) const LABEL_TOPICS: usize = 3;
+
+/// The ordinary vocabulary of error: supporting evidence that a turn corrects something.
+pub(crate) const ERROR_WORDS: &str = concat!(
+    r"(?i)\b(?:correction|corrected|correcting|wrong(?:ly)?|mistak\w*|errors?\b|erroneous\w*|",
+    r"incorrect\w*|inaccura\w*|mis(?:read|attribut|assign|label|stat|quot|report|cop|typ|plac|",
+    r"match|interpret|classif|took|taken|print)\w*|retract\w*|withdr[ae]w\w*|swapped|",
+    r"mixed up|mix-up|conflat\w*|confus\w*|should (?:have )?(?:be|been|read)|",
+    r"i was mistaken|overstat\w*|understat\w*)"
+);
+static ERROR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(ERROR_WORDS).expect("the pattern is valid"));
+static AFFIRM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i)\b(?:stands?|stood|confirm\w*|unchanged|unaffected|(?:was|were|is|are) (?:right|",
+        r"correct|accurate|valid)(?: all along)?\b|still (?:holds?|valid|right|correct)|",
+        r"holds? up|remains? (?:valid|correct|right)|checks? out|as (?:stated|reported))"
+    ))
+    .expect("the pattern is valid")
+});
+static RETRACTION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:retract\w*|withdr[ae]w\w*)").expect("the pattern is valid")
+});
+/// A value a sentence negates: `not (per) 10`, `instead of 12`, `rather than 3.1`.
+static NEGATED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i)\b(?:not|instead of|rather than|no longer)\s+(?:(?:per|at|in|on|the|a|an|for|",
+        r"from|about|around|~|≈)\s+){0,2}([−\-+±]?\d[\d,]*(?:\.\d+)?)"
+    ))
+    .expect("the pattern is valid")
+});
+/// A word a sentence negates: `reaction-controlled, not diffusion-controlled`.
+static NEGATED_WORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:not|rather than|instead of)\s+(?:a\s+|an\s+|the\s+)?(\p{L}[\p{L}\-]{2,})")
+        .expect("the pattern is valid")
+});
+/// Where a sentence divides into clauses.
+static CLAUSE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"; | — | – |, (?:yet|but|while|whereas) ").expect("the pattern is valid")
+});
+/// `12.4 … was wrong` within a clause.
+static VALUE_WAS_WRONG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i)([−\-+±]?\d[\d,]*(?:\.\d+)?)[^.;:\d]{0,40}\b(?:was|were|is)\s+(?:wrong|",
+        r"incorrect|an error|a mistake|mis\w+)"
+    ))
+    .expect("the pattern is valid")
+});
+static FIRST_PERSON: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:i|my|me|i'd|i've|i'm|mine)\b").expect("the pattern is valid")
+});
+static WORD: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\p{L}[\p{L}\-]{2,}").expect("the pattern is valid"));
+
+/// Words too common to name a subject.
+const STOPWORDS: [&str; 64] = [
+    "the", "and", "for", "with", "that", "this", "from", "was", "were", "are", "has", "have",
+    "had", "but", "not", "its", "their", "than", "then", "which", "who", "what", "when", "where",
+    "into", "over", "under", "about", "between", "after", "before", "all", "any", "each", "one",
+    "two", "more", "less", "most", "also", "only", "per", "you", "your", "our", "they", "them",
+    "there", "these", "those", "been", "being", "would", "could", "should", "will", "can", "did",
+    "does", "such", "same", "other", "both", "very",
+];
+
+/// The values (bare numbers, normalized) a text states: `−0.84`, `1.18%`, `171 ± 29` give
+/// `0.84`, `1.18`, `171`, `29`.
+pub(crate) fn values(text: &str) -> BTreeSet<String> {
+    findings::numbers(text)
+        .into_iter()
+        .flat_map(|n| {
+            let core = core_value(&n);
+            // A range states its ends too.
+            let ends: Vec<String> = core
+                .split(['–', '-'])
+                .filter(|e| e.chars().filter(char::is_ascii_digit).count() >= 2)
+                .map(str::to_owned)
+                .collect();
+            std::iter::once(core).chain(ends)
+        })
+        .filter(|v| !v.is_empty())
+        .collect()
+}
+
+/// A number without sign, unit sign or spaces.
+fn core_value(raw: &str) -> String {
+    raw.trim_start_matches(['−', '-', '+', '±'])
+        .chars()
+        .filter(|c| c.is_ascii_digit() || matches!(c, '.' | ',' | '–' | '-'))
+        .collect::<String>()
+        .trim_end_matches(['.', ',', '-', '–'])
+        .to_owned()
+}
+
+/// The content words of a text, lower case.
+fn words(text: &str) -> BTreeSet<String> {
+    WORD.find_iter(text)
+        .flat_map(|m| {
+            let w = m.as_str().to_lowercase();
+            let parts: Vec<String> = w
+                .split('-')
+                .filter(|p| p.chars().count() >= 3)
+                .map(str::to_owned)
+                .collect();
+            parts
+        })
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .collect()
+}
+
+/// The cited sources (author-year keys, DOIs) of a text.
+fn sources(text: &str) -> BTreeSet<String> {
+    citation::extract(text)
+        .into_iter()
+        .filter(|c| c.kind != CitationKind::SourceLine)
+        .map(|c| c.key)
+        .collect()
+}
+
+/// True when a sentence uses the vocabulary of error.
+pub(crate) fn announces_error(sentence: &str) -> bool {
+    ERROR.is_match(sentence)
+}
+
+/// True when a sentence affirms what it states.
+pub(crate) fn affirms(sentence: &str) -> bool {
+    AFFIRM.is_match(sentence)
+}
+
+/// The values a sentence negates or calls wrong.
+pub(crate) fn negated_values(sentence: &str) -> BTreeSet<String> {
+    NEGATED
+        .captures_iter(sentence)
+        .chain(VALUE_WAS_WRONG.captures_iter(sentence))
+        .filter_map(|c| c.get(1))
+        .map(|m| core_value(m.as_str()))
+        .filter(|v| v.chars().filter(char::is_ascii_digit).count() >= 2)
+        .collect()
+}
+
+/// An earlier claim the correction step may target.
+#[derive(Debug, Clone)]
+pub(crate) struct Claim<'a> {
+    /// The line.
+    pub text: &'a str,
+    /// Which topic it belongs to (for telling labels from values).
+    pub topic: usize,
+}
+
+/// A new turn, as sentences: the user's and the answer's (table rows included).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct NewTurn {
+    /// The user's sentences.
+    pub user: Vec<String>,
+    /// The answer's sentences.
+    pub answer: Vec<String>,
+    /// The answer's table rows.
+    pub rows: Vec<String>,
+    /// A value-less announcement of an error comes right before the answer's first table
+    /// ([`announced_before_table`]).
+    pub rows_announced: bool,
+}
+
+/// True when one of the [`ANNOUNCED_SPAN`] sentences before the first Markdown table of
+/// `answer` announces an error and states no value ("Correction: … Correct reading:" before
+/// the corrected table).
+pub(crate) fn announced_before_table(answer: &str) -> bool {
+    let Some(at) = answer
+        .lines()
+        .scan(0usize, |pos, line| {
+            let start = *pos;
+            *pos += line.len() + 1;
+            Some((start, line))
+        })
+        .find(|(_, line)| line.trim_start().starts_with('|'))
+        .map(|(start, _)| start)
+    else {
+        return false;
+    };
+    let before = crate::text::sentences(&answer[..at]);
+    before
+        .iter()
+        .rev()
+        .take(ANNOUNCED_SPAN)
+        .any(|s| announces_error(s) && values(s).is_empty())
+}
+
+/// One supersession: the claim (by index) and the sentence that corrects it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Supersession {
+    /// Index of the corrected claim.
+    pub claim: usize,
+    /// The correcting sentence.
+    pub by: String,
+}
+
+/// A sentence that may correct, with its **announcement**: whether a correction is announced
+/// at it, and the words of the value-less announcements around it.
+struct Candidate<'a> {
+    text: &'a String,
+    announced: bool,
+    /// Its own words and those of value-less error announcements within [`ANNOUNCED_SPAN`]
+    /// sentences ("I wrongly applied that row to all three codes" names the subject its
+    /// neighbour's figures belong to).
+    words: BTreeSet<String>,
+    values: BTreeSet<String>,
+}
+
+/// The sentences of a turn that may correct. A sentence is announced when it uses the
+/// vocabulary of error or lies within [`ANNOUNCED_SPAN`] sentences of one that does and
+/// states no value itself; a table row is announced when the answer has such a value-less
+/// announcement. The user's sentences count only when they correct the user's own statement.
+fn correcting_sentences(turn: &NewTurn) -> Vec<Candidate<'_>> {
+    let announcements: Vec<usize> = turn
+        .answer
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| announces_error(s) && values(s).is_empty())
+        .map(|(i, _)| i)
+        .collect();
+    let mut out = Vec::new();
+    for (i, s) in turn.answer.iter().enumerate() {
+        let near: Vec<usize> = announcements
+            .iter()
+            .copied()
+            .filter(|&a| a.abs_diff(i) <= ANNOUNCED_SPAN)
+            .collect();
+        let mut w = words(s);
+        for &a in &near {
+            w.extend(words(&turn.answer[a]));
+        }
+        out.push(Candidate {
+            text: s,
+            announced: announces_error(s) || !near.is_empty(),
+            words: w,
+            values: values(s),
+        });
+    }
+    for row in &turn.rows {
+        out.push(Candidate {
+            text: row,
+            announced: turn.rows_announced || announces_error(row),
+            words: words(row),
+            values: values(row),
+        });
+    }
+    for s in &turn.user {
+        if announces_error(s) && FIRST_PERSON.is_match(s) && !s.trim_end().ends_with('?') {
+            out.push(Candidate {
+                text: s,
+                announced: true,
+                words: words(s),
+                values: values(s),
+            });
+        }
+    }
+    out
+}
+
+/// Values stated in at least [`LABEL_TOPICS`] topics.
+fn labels(claims: &[Claim<'_>]) -> BTreeSet<String> {
+    let mut topics: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
+    for c in claims {
+        for v in values(c.text) {
+            topics.entry(v).or_default().insert(c.topic);
+        }
+    }
+    topics
+        .into_iter()
+        .filter(|(_, t)| t.len() >= LABEL_TOPICS)
+        .map(|(v, _)| v)
+        .collect()
+}
+
+/// The claims `turn` corrects, each with the sentence that corrects it (the first one found).
+pub(crate) fn supersessions(claims: &[Claim<'_>], turn: &NewTurn) -> Vec<Supersession> {
+    let sentences = correcting_sentences(turn);
+    let labels = labels(claims);
+    // Values some sentence of the turn affirms are protected.
+    let protected: BTreeSet<String> = sentences
+        .iter()
+        .filter(|c| affirming(c.text))
+        .flat_map(|c| c.values.iter().cloned())
+        .collect();
+    // (claim, sentence index, by a swap)
+    let found: Vec<(usize, usize, bool)> = claims
+        .iter()
+        .enumerate()
+        .filter_map(|(i, claim)| {
+            first_correction(claim.text, &sentences, &labels, &protected).map(|(j, s)| (i, j, s))
+        })
+        .collect();
+    // A sentence that restates many claims is a recap, not a correction of one of them.
+    let mut swaps_by: BTreeMap<usize, usize> = BTreeMap::new();
+    for (_, j, swap) in &found {
+        if *swap {
+            *swaps_by.entry(*j).or_default() += 1;
+        }
+    }
+    found
+        .into_iter()
+        .filter(|(_, j, swap)| !swap || swaps_by.get(j).copied().unwrap_or(0) <= MAX_SWAP_TARGETS)
+        .map(|(claim, j, _)| Supersession {
+            claim,
+            by: correction_text(claims[claim].text, &sentences, j, turn.answer.len()),
+        })
+        .collect()
+}
+
+/// A sentence that affirms what it states and names no error.
+fn affirming(s: &str) -> bool {
+    affirms(s) && !announces_error(s)
+}
+
+/// The first sentence that corrects `claim`, and whether it does so by a swap (rather than
+/// a negation or a retraction).
+fn first_correction(
+    claim: &str,
+    sentences: &[Candidate<'_>],
+    labels: &BTreeSet<String>,
+    protected: &BTreeSet<String>,
+) -> Option<(usize, bool)> {
+    let c = Stated::of(claim);
+    let claim_sources = sources(claim);
+    for (j, cand) in sentences.iter().enumerate() {
+        if affirming(cand.text) {
+            continue;
+        }
+        let shared_sources = !claim_sources.is_disjoint(&sources(cand.text));
+        let shared_words = c.words.intersection(&cand.words).count();
+        // (A disputed value recurs in every turn of the dispute: labels matter only to the
+        // swap rule.)
+        let shares_value = c
+            .values
+            .intersection(&cand.values)
+            .any(|v| !protected.contains(v));
+        let subject = shared_sources
+            || shared_words >= MIN_SHARED_WORDS
+            || (shared_words >= 1 && shares_value);
+        if !subject {
+            continue;
+        }
+        let negated = negated_values(cand.text)
+            .into_iter()
+            .any(|v| c.values.contains(&v) && !protected.contains(&v));
+        let negated_word = announces_error(cand.text)
+            && NEGATED_WORD.captures_iter(cand.text).any(|m| {
+                m.get(1)
+                    .is_some_and(|w| words(w.as_str()).iter().any(|p| c.words.contains(p)))
+            });
+        let retracted = shared_sources && RETRACTION.is_match(cand.text);
+        let swap = cand.announced
+            && swapped(
+                &c,
+                &Stated {
+                    values: cand.values.clone(),
+                    words: cand.words.clone(),
+                },
+                labels,
+                protected,
+            );
+        if negated || negated_word || retracted || swap {
+            return Some((j, !(negated || negated_word || retracted)));
+        }
+    }
+    None
+}
+
+/// The correcting sentence `j`, and the answer's next sentences that go on about the same
+/// claim.
+fn correction_text(claim: &str, sentences: &[Candidate<'_>], j: usize, answers: usize) -> String {
+    let c = Stated::of(claim);
+    let mut by = sentences[j].text.clone();
+    if j < answers {
+        for next in sentences
+            .iter()
+            .take(answers)
+            .skip(j + 1)
+            .take(ANNOUNCED_SPAN - 1)
+        {
+            let about = !c.values.is_disjoint(&next.values)
+                || c.words.intersection(&words(next.text)).count() >= MIN_SHARED_WORDS;
+            if !about || affirming(next.text) {
+                break;
+            }
+            by.push(' ');
+            by.push_str(next.text);
+        }
+    }
+    by
+}
+
+/// A claim line split into the clauses a correction retracts (those that state a value the
+/// correction negates, or, when it negates none, one it restates) and the rest, which stays a valid finding; `None` for the rest when every
+/// clause, or none, states a retracted value (the whole line is the claim).
+pub(crate) fn split_claim(claim: &str, by: &str) -> (String, Option<String>) {
+    // The values the correction speaks of: those it negates and those it restates.
+    let negated = negated_values(by);
+    let by_values = values(by);
+    let retracted: BTreeSet<String> = if negated.is_empty() {
+        values(claim)
+            .into_iter()
+            .filter(|v| by_values.contains(v))
+            .collect()
+    } else {
+        negated
+    };
+    let clauses: Vec<&str> = CLAUSE
+        .split(claim)
+        .filter(|c| !c.trim().is_empty())
+        .collect();
+    let (gone, kept): (Vec<&str>, Vec<&str>) = clauses
+        .iter()
+        .partition(|c| values(c).iter().any(|v| retracted.contains(v)));
+    if gone.is_empty() || kept.is_empty() || kept.iter().all(|c| values(c).is_empty()) {
+        return (claim.to_owned(), None);
+    }
+    (gone.join("; "), Some(kept.join("; ")))
+}
+
+/// True when `line` only restates `claim` after `by` corrected it: [`restates`], and every
+/// value it states is the claim's or the correction's (it brings nothing new).
+pub(crate) fn only_restates(line: &str, claim: &str, by: &str) -> bool {
+    let known: BTreeSet<String> = values(claim).union(&values(by)).cloned().collect();
+    restates(line, claim, by) && values(line).is_subset(&known)
+}
+
+/// `text` with each number whose value is in `retracted` replaced by `[corrected]`.
+pub(crate) fn mask_values(text: &str, retracted: &BTreeSet<String>) -> String {
+    let mut out = text.to_owned();
+    for raw in findings::numbers(text) {
+        if retracted.contains(&core_value(&raw)) {
+            out = out.replace(&raw, "[corrected]");
+        }
+    }
+    out
+}
+
+/// The values a correction retracted: those the claim states and the correction does not,
+/// and those the correction negates.
+pub(crate) fn retracted_values(claim: &str, by: &str) -> BTreeSet<String> {
+    let by_values = values(by);
+    let negated = negated_values(by);
+    values(claim)
+        .into_iter()
+        .filter(|v| !by_values.contains(v) || negated.contains(v))
+        .collect()
+}
+
+/// True when `line` states `claim` as valid after `by` corrected it: it names the claim's
+/// subject, states a value the correction retracted (one the claim states and the correction
+/// does not, or one the correction negates) and none of the values the correction brought.
+pub(crate) fn restates(line: &str, claim: &str, by: &str) -> bool {
+    let claim_values = values(claim);
+    let by_values = values(by);
+    let negated = negated_values(by);
+    let retracted: BTreeSet<&String> = claim_values
+        .iter()
+        .filter(|v| !by_values.contains(*v) || negated.contains(*v))
+        .collect();
+    let brought: BTreeSet<&String> = by_values
+        .iter()
+        .filter(|v| !claim_values.contains(*v))
+        .collect();
+    let line_values = values(line);
+    let subject = words(claim).intersection(&words(line)).count() >= MIN_SHARED_WORDS
+        || !sources(claim).is_disjoint(&sources(line));
+    subject
+        && line_values.iter().any(|v| retracted.contains(v))
+        && !line_values.iter().any(|v| brought.contains(v))
+}
+
+/// The sentence restates the claim in parallel — two (non-label, unprotected) values in
+/// common, or one and three content words — and says something else about it: another value beside it (a new figure for the claim's subject, the old one
+/// moved to another subject), or the same values with other words (another arm, dataset or
+/// region).
+fn swapped(
+    claim: &Stated,
+    sentence: &Stated,
+    labels: &BTreeSet<String>,
+    protected: &BTreeSet<String>,
+) -> bool {
+    let shared: Vec<&String> = claim
+        .values
+        .intersection(&sentence.values)
+        .filter(|v| !labels.contains(*v) && !protected.contains(*v))
+        .collect();
+    // Parallel statements: two values in common, or one and three content words.
+    let shares_value = shared.len() >= 2
+        || (shared.len() == 1 && claim.words.intersection(&sentence.words).count() >= 3);
+    // It must bring something: a value the claim lacks, or the same values with other words.
+    let brings_value = !sentence.values.is_subset(&claim.values);
+    let other_words =
+        !claim.words.is_subset(&sentence.words) && !sentence.words.is_subset(&claim.words);
+    shares_value && (brings_value || (claim.values == sentence.values && other_words))
+}
+
+/// What a line states: its values and content words.
+struct Stated {
+    values: BTreeSet<String>,
+    words: BTreeSet<String>,
+}
+
+impl Stated {
+    fn of(text: &str) -> Stated {
+        Stated {
+            values: values(text),
+            words: words(text),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims<'a>(lines: &[&'a str]) -> Vec<Claim<'a>> {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Claim { text: t, topic: i })
+            .collect()
+    }
+
+    fn turn(user: &str, answer: &[&str]) -> NewTurn {
+        NewTurn {
+            user: vec![user.to_owned()],
+            answer: answer.iter().map(|s| (*s).to_owned()).collect(),
+            rows: Vec::new(),
+            rows_announced: false,
+        }
+    }
+
+    fn targets(lines: &[&str], t: &NewTurn) -> Vec<usize> {
+        supersessions(&claims(lines), t)
+            .into_iter()
+            .map(|s| s.claim)
+            .collect()
+    }
+
+    const CLAIMS: [&str; 3] = [
+        "- Orchard thinning raised apple yield by 14.6 kg per tree (Marlow & Eze 2019).",
+        "- Frost damage fell to 23% of buds in thinned rows.",
+        "- Soil nitrate stayed at 41 ppm across plots (Quint 2020).",
+    ];
+
+    #[test]
+    fn a_wrong_unit_or_increment() {
+        let t = turn(
+            "And per hectare?",
+            &[
+                "Thinning raised apple yield by 14.6 kg per branch, not 14.6 kg per tree — my mistake.",
+            ],
+        );
+        assert_eq!(targets(&CLAIMS, &t), [0]);
+    }
+
+    #[test]
+    fn a_value_given_for_the_wrong_arm() {
+        let lines = [
+            "- In the early arm, frost damage fell to 23% of buds in thinned rows.",
+            "- Soil nitrate stayed at 41 ppm across plots (Quint 2020).",
+        ];
+        let t = turn(
+            "Which arm was that?",
+            &[
+                "I assigned that to the wrong arm.",
+                "In the late arm, frost damage fell to 23% of buds in thinned rows.",
+            ],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
+    }
+
+    #[test]
+    fn a_local_figure_given_as_the_global_one() {
+        let lines = [
+            "- The whole watershed lost 312 tonnes of sediment per year.",
+            "- Rainfall averaged 877 mm per year.",
+        ];
+        let t = turn(
+            "Is that the whole watershed?",
+            &[
+                "Correction: 312 tonnes of sediment per year is the upper sub-basin alone; the whole watershed lost 505 tonnes per year.",
+            ],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
+    }
+
+    #[test]
+    fn a_retracted_paper() {
+        let t = turn(
+            "Anything new on Marlow?",
+            &["Marlow & Eze 2019 was retracted last year, so its yield gain cannot be used."],
+        );
+        assert_eq!(targets(&CLAIMS, &t), [0]);
+    }
+
+    #[test]
+    fn the_user_corrects_their_own_statement() {
+        let lines = ["- The user's cohort has 5,400 growers in the valley survey."];
+        let t = NewTurn {
+            user: vec![
+                "I gave you the wrong number: my valley survey has 4,500 growers, not 5,400."
+                    .into(),
+            ],
+            answer: vec!["Thanks — with 4,500 growers the power drops.".into()],
+            rows: Vec::new(),
+            rows_announced: false,
+        };
+        assert_eq!(targets(&lines, &t), [0]);
+        // A user contesting a figure (a question) corrects nothing by itself.
+        let contest = NewTurn {
+            user: vec!["Are you sure the 5,400 growers figure is not wrong?".into()],
+            answer: vec!["The survey lists 5,400 growers; that figure stands.".into()],
+            rows: Vec::new(),
+            rows_announced: false,
+        };
+        assert!(targets(&lines, &contest).is_empty());
+    }
+
+    #[test]
+    fn a_correction_of_a_correction() {
+        let lines = [
+            "- Correction: the mean canopy gap is 17.5 m over the decade, not 12.0 m.",
+            "- Rainfall averaged 877 mm per year.",
+        ];
+        let t = turn(
+            "Still odd?",
+            &["That correction was wrong too: the decade mean canopy gap is 15.2 m, not 17.5 m."],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
+    }
+
+    #[test]
+    fn a_rejected_dispute_supersedes_nothing() {
+        let t = turn(
+            "I doubt the 41 ppm nitrate figure, surely it is higher?",
+            &[
+                "I re-checked the plot table.",
+                "Soil nitrate was 41 ppm across plots (Quint 2020); the figure stands.",
+                "Higher values of 63 ppm occur only in the manured strip.",
+            ],
+        );
+        assert!(targets(&CLAIMS, &t).is_empty());
+    }
+
+    #[test]
+    fn a_claim_sharing_neither_subject_nor_value_is_untouched() {
+        let t = turn(
+            "Wait.",
+            &["My mistake: frost damage fell to 31% of buds, not 23%."],
+        );
+        assert_eq!(targets(&CLAIMS, &t), [1]);
+    }
+
+    #[test]
+    fn a_line_restating_the_old_claim_without_the_new_value_is_caught() {
+        let claim = "Thinning raised apple yield by 14.6 kg per tree.";
+        let by = "Thinning raised apple yield by 11.2 kg per tree, not 14.6 kg.";
+        assert!(restates(
+            "- Apple yield rose by 14.6 kg per tree after thinning.",
+            claim,
+            by
+        ));
+        assert!(!restates(
+            "- Apple yield rose by 11.2 kg per tree (corrected from 14.6).",
+            claim,
+            by
+        ));
+        assert!(!restates("- Soil nitrate stayed at 14.6 ppm.", claim, by));
+    }
+
+    #[test]
+    fn a_negated_property_supersedes_the_claim_that_states_it() {
+        let lines = [
+            "- Root uptake of zinc is transporter-limited at 12.5 µM (Vance 2018).",
+            "- Leaf area grew 18% in the first month.",
+        ];
+        let t = turn(
+            "Check the uptake model?",
+            &["Correction: root uptake of zinc is diffusion-limited, not transporter-limited."],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
+    }
+
+    #[test]
+    fn an_announcement_lends_its_subject_to_the_figures_beside_it() {
+        let lines = ["- Moth counts are robust: 41.5 per trap in all three valleys."];
+        let t = turn(
+            "Sure?",
+            &[
+                "My statement was wrong.",
+                "The 41.5 per trap comes from the north transect alone, in one season.",
+                "I wrongly applied that figure to all three valleys.",
+            ],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
+    }
+
+    #[test]
+    fn only_the_retracted_clause_of_a_claim_goes() {
+        let claim = "- Plots held 35 beetles per trap, yet the survey mean was 412 per site.";
+        let by = "Correction: plots held 53 beetles per trap, not 35.";
+        let (gone, rest) = split_claim(claim, by);
+        assert_eq!(gone, "- Plots held 35 beetles per trap");
+        assert_eq!(rest.as_deref(), Some("the survey mean was 412 per site."));
+        assert_eq!(split_claim("- Plots held 35 beetles.", by).1, None);
+    }
+
+    #[test]
+    fn values_are_bare_numbers() {
+        let v = values("g = −0.84 (−1.07 to −0.61), 1.18%/yr, 171 ± 29 Gt, 2,760–3,300 t");
+        for want in ["0.84", "1.18", "171", "29", "2,760–3,300", "2,760", "3,300"] {
+            assert!(v.contains(want), "{want}: {v:?}");
+        }
+        assert_eq!(
+            negated_values("HR 2.2 per 5 mg, not per 10 mg; 7.5 was wrong"),
+            ["10".to_owned(), "7.5".to_owned()].into()
+        );
+    }
+}
