@@ -5,6 +5,7 @@
 // prompt tokens per turn with and without compaction (inline SVG).
 
 import { json } from "./api.js";
+import { renderMarkdown } from "./markdown.js";
 
 const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
@@ -83,13 +84,23 @@ export function wireSearch(path) {
   });
 }
 
-export function renderContext(session, path) {
+/** "turn 3", "turns 1–4" or "no turns": what a compaction folded. */
+export function turnSpan(c) {
+  if (!c.first_turn) return "no turns";
+  return c.first_turn === c.last_turn ? `turn ${c.first_turn}` : `turns ${c.first_turn}–${c.last_turn}`;
+}
+
+/** The context for the next turn (the summary rendered as Markdown) and the compaction
+ * history by turn numbers and tokens saved (`compactions` from the history route). */
+export function renderContext(session, path, compactions) {
   const entries = $("context-entries");
   entries.replaceChildren();
   for (const entry of session.context) {
     if (entry.kind === "summary") {
       const li = el("li", "entry summary");
-      li.append(el("div", "who", "rolling summary"), el("div", "text", entry.text));
+      const text = el("div", "text markdown");
+      text.append(renderMarkdown(entry.text));
+      li.append(el("div", "who", "rolling summary"), text);
       entries.append(li);
     } else {
       const li = el("li", "entry");
@@ -97,14 +108,18 @@ export function renderContext(session, path) {
       entries.append(li);
     }
   }
-  if (!session.context.length) entries.append(el("li", "muted", "Nothing yet."));
+  if (!session.context.length) entries.append(el("li", "muted", "Nothing yet: send a question."));
   const history = $("history");
   history.replaceChildren();
-  session.compaction_history.forEach((c, i) => {
+  const n = (x) => Number(x).toLocaleString("en-US");
+  for (const c of compactions) {
     const li = el("li", c.subsumed ? "compaction subsumed" : "compaction live");
+    const span = turnSpan(c);
+    const saved = c.covered_tokens - c.summary_tokens;
     li.append(
       el("span", "label", c.subsumed ? "subsumed" : "live"),
-      el("span", "", ` #${i + 1}: ${c.summary_chars} characters, turns from ${new Date(c.start_timestamp * 1000).toLocaleTimeString("en-GB")} to ${new Date(c.end_timestamp * 1000).toLocaleTimeString("en-GB")}`),
+      el("span", "", ` #${c.number}: ${span} folded, ${n(c.covered_tokens)} → ${n(c.summary_tokens)} tokens` +
+        (saved > 0 ? ` (saves ${n(saved)})` : "")),
     );
     const receipt = receiptNode(c.receipt);
     if (receipt) li.append(receipt);
@@ -113,8 +128,8 @@ export function renderContext(session, path) {
     show.addEventListener("click", () => showOriginal(li, path, c.event_id, show));
     li.append(show);
     history.append(li);
-  });
-  if (!session.compaction_history.length) history.append(el("li", "muted", "No compaction yet."));
+  }
+  if (!compactions.length) history.append(el("li", "muted", "No compaction yet."));
 }
 
 /** A compaction's receipt: "12 findings kept, 1 corrected, 0 dropped", expandable to each

@@ -2,7 +2,7 @@
 // (config-ssot: file lock, validation, atomic replace), kept in sync with the file on disk by
 // the server's `settings` events. The server validates; its errors appear beside the field.
 
-import { json } from "./api.js";
+import { json, parseJson } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -18,7 +18,11 @@ export class Preferences {
 
   start() {
     const events = new EventSource("/v1/settings/events");
-    events.addEventListener("settings", (e) => this.show(JSON.parse(e.data)));
+    events.addEventListener("settings", (e) => {
+      const snapshot = parseJson(e.data);
+      if (snapshot) this.show(snapshot);
+      else $("prefs-status").textContent = "The server sent settings that are not JSON.";
+    });
     events.addEventListener("error", () => {
       if (!this.built) $("prefs-status").textContent = "no preferences: the server has no settings file";
     });

@@ -288,6 +288,7 @@ async fn the_page_shell_and_its_modules_are_served_from_the_binary() {
         "api.js",
         "chat.js",
         "drawer.js",
+        "markdown.js",
         "prefs.js",
         "app.css",
     ] {
@@ -617,6 +618,8 @@ impl Chromedriver {
                          "--disable-sync", "--window-size=1280,800", "--lang=en-US"],
             }),
         );
+        // The console, read back with `console_errors`.
+        caps.insert("goog:loggingPrefs".into(), json!({ "browser": "ALL" }));
         ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
             .capabilities(caps)
             .connect(&self.url)
@@ -634,6 +637,45 @@ impl Drop for Chromedriver {
             .status();
         let _ = self.child.wait();
     }
+}
+
+/// Chromedriver's browser log (what the page's console said since the last read).
+#[derive(Debug)]
+struct BrowserLog;
+
+impl fantoccini::wd::WebDriverCompatibleCommand for BrowserLog {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/se/log",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (axum::http::Method, Option<String>) {
+        (
+            axum::http::Method::POST,
+            Some(r#"{"type":"browser"}"#.to_owned()),
+        )
+    }
+}
+
+/// The page's console errors since the last read: uncaught exceptions, unhandled rejections
+/// and `console.error` (a failed request's own network line is the browser's, not the page's).
+async fn console_errors(browser: &Client) -> Vec<String> {
+    let log = browser
+        .issue_cmd(BrowserLog)
+        .await
+        .expect("the browser log");
+    log.as_array()
+        .expect("log entries")
+        .iter()
+        .filter(|e| e["level"] == "SEVERE" && e["source"] != "network")
+        .map(|e| e["message"].as_str().unwrap_or_default().to_owned())
+        .collect()
 }
 
 /// Where the run writes its screenshots (the reviewed ones are committed under
@@ -658,13 +700,25 @@ async fn wait_css(browser: &Client, css: &str) -> fantoccini::elements::Element 
         .unwrap_or_else(|e| panic!("waiting for {css}: {e}"))
 }
 
+/// Waits for `xpath`; a timeout tells the console's errors too.
 async fn wait_xpath(browser: &Client, xpath: &str) -> fantoccini::elements::Element {
-    browser
+    match browser
         .wait()
         .at_most(WAIT)
         .for_element(Locator::XPath(xpath))
         .await
-        .unwrap_or_else(|e| panic!("waiting for {xpath}: {e}"))
+    {
+        Ok(element) => element,
+        Err(e) => panic!(
+            "waiting for {xpath}: {e}; console: {:?}",
+            console_errors(browser).await
+        ),
+    }
+}
+
+/// The letters of `text`, in order (what Markdown rendering keeps of it).
+fn letters(text: &str) -> String {
+    text.chars().filter(|c| c.is_alphabetic()).collect()
 }
 
 /// A research conversation: a topic, drill-downs, then a pivot.
@@ -699,6 +753,7 @@ async fn a_research_conversation_streams_compacts_and_shows_its_context() {
         browser.set_window_size(1280, 800).await.expect("size");
         open_page(&browser, &running.base).await;
         let mut reports = running.server.lanes().subscribe();
+        let mut compacted = false;
         for (i, question) in RESEARCH.iter().enumerate() {
             let n = i + 1;
             // Enter sends.
@@ -720,6 +775,11 @@ async fn a_research_conversation_streams_compacts_and_shows_its_context() {
             let text = badge.text().await.expect("badge text");
             let outcome = report.outcome().expect("outcome");
             let expected = match outcome.label() {
+                "fast-exit" | "nothing-to-compact"
+                    if compacted && outcome.detail().contains("completed turn") =>
+                {
+                    format!("exit ({} since the last compaction)", outcome.detail())
+                }
                 "fast-exit" | "nothing-to-compact" => format!("exit ({})", outcome.detail()),
                 "continue" => format!(
                     "CONTINUE p={:.2}",
@@ -735,6 +795,7 @@ async fn a_research_conversation_streams_compacts_and_shows_its_context() {
                 other => panic!("turn {n}: unexpected outcome {other}: {outcome}"),
             };
             assert_eq!(text, expected, "turn {n}");
+            compacted |= outcome.label() == "compressed";
             let reply = browser
                 .find(Locator::XPath(&format!(
                     "(//li[contains(@class,'assistant')])[{n}]/div[@class='text']"
@@ -785,6 +846,7 @@ async fn a_research_conversation_streams_compacts_and_shows_its_context() {
             .click()
             .await
             .expect("open context");
+        wait_css(&browser, "#drawer:not([data-loading])").await;
         let summary = wait_css(&browser, "#context-entries li.entry.summary .text").await;
         let sessions: Value = running
             .http
@@ -803,9 +865,10 @@ async fn a_research_conversation_streams_compacts_and_shows_its_context() {
         );
         let context = running.store.load_context(&key).await.expect("context");
         let live = context.summary().expect("a live summary");
+        // Rendered as Markdown: the same words, without the marks.
         assert_eq!(
-            summary.text().await.expect("summary text"),
-            live.compaction.summary_text().trim()
+            letters(&summary.text().await.expect("summary text")),
+            letters(&live.compaction.summary_text())
         );
         let retained = browser
             .find_all(Locator::Css("#context-entries li.entry:not(.summary)"))
@@ -1100,6 +1163,665 @@ async fn preferences_save_to_the_file_and_follow_it() {
             .await
             .expect("measure");
         assert_eq!(fits, json!(true), "horizontal overflow at 400 px");
+    }
+    .await;
+    browser.close().await.expect("close the browser");
+    result
+}
+
+// ---------------------------------------------------------------------------------------------
+// The whole conversation (issue 33): the history route, the address, titles
+
+/// Twelve questions on three topics (invented): enough turns for two compactions at K = 2.
+const LONG: [&str; 12] = [
+    "What sets the efficiency limit of a single-junction solar cell?",
+    "How does the band gap enter that limit?",
+    "Can you recap the main losses in a short list?",
+    "Switching gears: how do perovskite cells degrade under humidity?",
+    "Which encapsulation methods slow that degradation?",
+    "Can you recap the degradation routes in a short list?",
+    "Moving on, what limits the round-trip efficiency of pumped hydro storage?",
+    "How does head height change the economics?",
+    "Can you recap the trade-offs in a short list?",
+    "Switching gears again: how do flow batteries store energy in liquids?",
+    "What makes vanadium electrolytes expensive?",
+    "Moving on, are organic redox molecules a realistic alternative?",
+];
+
+/// `LONG`'s title: its first question shortened to 60 characters.
+const LONG_TITLE: &str = "What sets the efficiency limit of a single-junction solar c…";
+
+/// `LONG` through the API, each turn's evaluation awaited; returns the session's key.
+async fn long_conversation(running: &Running, id: &str) -> SessionKey {
+    let key = running.create(id).await;
+    let mut reports = running.server.lanes().subscribe();
+    for question in LONG {
+        running.chat(&key, question).await;
+        reports.recv().await.expect("the turn's report");
+    }
+    key
+}
+
+async fn get_json(running: &Running, url: &str) -> (StatusCode, Value) {
+    let r = running.http.get(url).send().await.expect("get");
+    let status = r.status();
+    (status, r.json().await.expect("a JSON body"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_history_route_pages_every_turn_with_the_compaction_that_folds_it() {
+    let running = start().await;
+    let key = long_conversation(&running, "long").await;
+    let entries = running
+        .store
+        .compaction_history(&key)
+        .await
+        .expect("history");
+    assert!(entries.len() >= 2, "two compactions: {entries:?}");
+    let whole = running
+        .store
+        .expand_turns(&key, 1, LONG.len())
+        .await
+        .expect("expand");
+    // Newest page first, then the one before it: together every turn, in order, once.
+    let (status, newest) = get_json(&running, &running.url(&key, "/history?limit=5")).await;
+    assert_eq!(status, StatusCode::OK, "{newest}");
+    assert_eq!(newest["total_turns"], LONG.len());
+    assert_eq!(newest["earlier"], 8);
+    assert_eq!(newest["title"], LONG_TITLE);
+    let (_, older) = get_json(&running, &running.url(&key, "/history?before=8&limit=50")).await;
+    assert_eq!(older["earlier"], Value::Null);
+    let turns: Vec<&Value> = older["turns"]
+        .as_array()
+        .expect("turns")
+        .iter()
+        .chain(newest["turns"].as_array().expect("turns"))
+        .collect();
+    assert_eq!(turns.len(), LONG.len());
+    for (i, turn) in turns.iter().enumerate() {
+        assert_eq!(turn["turn"], i + 1);
+        assert_eq!(turn["events"][0]["author"], "user");
+        assert_eq!(turn["events"][0]["text"], LONG[i]);
+        // The compaction named is the one the store's recall says covers the turn.
+        let covered = whole
+            .iter()
+            .find(|r| r.turn == Some(i + 1))
+            .expect("the turn's events")
+            .covered_by
+            .clone();
+        assert_eq!(
+            turn["covered_by"].as_str(),
+            covered.as_deref(),
+            "turn {}",
+            i + 1
+        );
+        if let Some(id) = covered {
+            let number = entries
+                .iter()
+                .position(|c| c.event_id == id)
+                .expect("listed")
+                + 1;
+            assert_eq!(turn["summary"], number);
+        }
+    }
+    // Each compaction by turn numbers and tokens.
+    let compactions = newest["compactions"].as_array().expect("compactions");
+    assert_eq!(compactions.len(), entries.len());
+    for (c, entry) in compactions.iter().zip(&entries) {
+        let covered = running
+            .store
+            .expand(&key, &entry.event_id)
+            .await
+            .expect("expand");
+        let first = covered.iter().filter_map(|r| r.turn).min();
+        assert_eq!(c["event_id"], entry.event_id.as_str());
+        assert_eq!(c["first_turn"], json!(first));
+        assert_eq!(c["subsumed"], entry.subsumed);
+        assert!(
+            c["covered_tokens"].as_u64().expect("tokens")
+                > c["summary_tokens"].as_u64().expect("tokens")
+        );
+    }
+    // Bad input: the field and the form named, in the service's error shape.
+    for (tail, status) in [
+        ("/history?limit=0", StatusCode::BAD_REQUEST),
+        ("/history?limit=abc", StatusCode::BAD_REQUEST),
+        ("/history?before=0", StatusCode::BAD_REQUEST),
+    ] {
+        let (got, body) = get_json(&running, &running.url(&key, tail)).await;
+        assert_eq!(got, status, "{tail}: {body}");
+        assert_eq!(body["error"]["status"], status.as_u16());
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .expect("message")
+                .contains("expected ?before="),
+            "{body}"
+        );
+    }
+    let unknown = SessionKey::new("page", "local", "nobody");
+    let (got, body) = get_json(&running, &running.url(&unknown, "/history")).await;
+    assert_eq!(got, StatusCode::NOT_FOUND, "{body}");
+    let (got, body) = get_json(
+        &running,
+        &format!("{}/v1/sessions/page/local/bad%07id/history", running.base),
+    )
+    .await;
+    assert_eq!(got, StatusCode::BAD_REQUEST, "{body}");
+}
+
+/// The text of every element `css` selects, shown or not.
+async fn texts(browser: &Client, css: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in browser.find_all(Locator::Css(css)).await.expect("find") {
+        out.push(
+            e.prop("textContent")
+                .await
+                .expect("text")
+                .unwrap_or_default(),
+        );
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_reload_every_turn_is_readable_and_the_same_session_is_open() {
+    let Some(driver) = Chromedriver::start() else {
+        return;
+    };
+    let running = start().await;
+    let key = long_conversation(&running, "long").await;
+    let other = running.create("other").await;
+    let entries = running
+        .store
+        .compaction_history(&key)
+        .await
+        .expect("history");
+    assert!(entries.len() >= 2, "two compactions: {entries:?}");
+    let browser = driver.browser().await;
+    let result = async {
+        browser.set_window_size(1280, 800).await.expect("size");
+        open_page(&browser, &running.base).await;
+        wait_css(&browser, "#empty-state:not([hidden])").await;
+        // Open it from the list (titled by its first question), then reload.
+        let item = wait_xpath(
+            &browser,
+            &format!("//ul[@id='session-list']//button[contains(., '{}')]", &LONG[0][..30]),
+        )
+        .await;
+        item.click().await.expect("open from the list");
+        wait_css(&browser, "#messages li.msg.summary").await;
+        let hash = browser.execute("return location.hash;", vec![]).await.expect("hash");
+        assert_eq!(hash, json!("#/page/local/long"));
+        browser.refresh().await.expect("reload");
+        wait_css(&browser, "body[data-ready='true']").await;
+        wait_css(&browser, "#messages li.msg.summary").await;
+        let title = wait_css(&browser, "#session-title").await.text().await.expect("title");
+        assert_eq!(title, LONG_TITLE);
+        // Every question and every reply, in order, folded or not.
+        let asked = texts(&browser, "#messages li.msg.user .text").await;
+        assert_eq!(asked, LONG.map(str::to_owned).to_vec());
+        let replies = texts(&browser, "#messages li.msg.assistant .text").await;
+        assert_eq!(replies.len(), LONG.len());
+        for (reply, question) in replies.iter().zip(LONG) {
+            assert!(reply.contains(question), "{reply}");
+        }
+        // Folded turns are collapsed, each naming its summary; the live summary sits after them.
+        let whole = running.store.expand_turns(&key, 1, LONG.len()).await.expect("expand");
+        let folded: Vec<usize> = (1..=LONG.len())
+            .filter(|t| whole.iter().any(|r| r.turn == Some(*t) && r.covered_by.is_some()))
+            .collect();
+        assert!(!folded.is_empty());
+        let heads = texts(&browser, "#messages li.msg.folded details:not([open]) > summary").await;
+        assert_eq!(heads.len(), folded.len());
+        let live_number = entries.iter().position(|c| !c.subsumed).expect("live") + 1;
+        assert!(heads[0].starts_with(&format!("Turn {} · in summary #{live_number}", folded[0])), "{heads:?}");
+        let order = browser
+            .execute(
+                "const items = [...document.querySelectorAll('#messages > li')];\
+                 const s = items.findIndex((li) => li.classList.contains('summary'));\
+                 const f = items.map((li, i) => li.classList.contains('folded') ? i : -1).filter((i) => i >= 0);\
+                 return s > Math.max(...f) && s < items.length - 1;",
+                vec![],
+            )
+            .await
+            .expect("order");
+        assert_eq!(order, json!(true), "the summary sits after the folded turns");
+        // Expand one folded turn: its question is shown.
+        wait_css(&browser, "#messages li.msg.folded summary").await.click().await.expect("expand");
+        let shown = wait_css(&browser, "#messages li.msg.folded details[open] li.msg.user .text")
+            .await
+            .text()
+            .await
+            .expect("text");
+        assert_eq!(shown, LONG[folded[0] - 1]);
+        browser
+            .execute(
+                "document.querySelector('#messages li.msg.summary').scrollIntoView({block: 'end'});",
+                vec![],
+            )
+            .await
+            .expect("scroll to the summary");
+        screenshot("history.png", &browser.screenshot().await.expect("screenshot"));
+
+        // Back and forward move between sessions.
+        let second = wait_xpath(&browser, "//ul[@id='session-list']//button[@title='page / local / other']").await;
+        second.click().await.expect("open the other session");
+        wait_xpath(&browser, "//*[@id='session-title'][contains(., 'other')]").await;
+        browser.back().await.expect("back");
+        wait_xpath(&browser, &format!("//*[@id='session-title'][. = '{LONG_TITLE}']")).await;
+        browser.forward().await.expect("forward");
+        wait_xpath(&browser, "//*[@id='session-title'][contains(., 'other')]").await;
+
+        // A rename is stored in the session's state and listed.
+        browser.back().await.expect("back");
+        wait_xpath(&browser, &format!("//*[@id='session-title'][. = '{LONG_TITLE}']")).await;
+        type_into(&browser, "#rename-input", "Energy questions").await;
+        wait_css(&browser, "#rename").await.click().await.expect("rename");
+        wait_xpath(&browser, "//ul[@id='session-list']//button[contains(., 'Energy questions')]").await;
+        let state = running.store.load(&key).await.expect("load").state;
+        assert_eq!(state["page:title"], "Energy questions");
+        // Out of the coordinator's view: the next prompt's context holds no page event.
+        let context = running.store.load_context(&key).await.expect("context");
+        assert!(context.events().all(|e| e.author != "page"));
+        let _ = other;
+        assert_eq!(console_errors(&browser).await, Vec::<String>::new());
+    }
+    .await;
+    browser.close().await.expect("close the browser");
+    result
+}
+
+// ---------------------------------------------------------------------------------------------
+// A page that survives the network (issue 33): a proxy between the page and the server
+
+/// What a proxy answers when the upstream is down: an HTML page, not the service's JSON.
+const BAD_GATEWAY: &[u8] = b"HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/html\r\n\
+    content-length: 52\r\nconnection: close\r\n\r\n<html><body><h1>502 Bad Gateway</h1></body></html>\n";
+
+/// A TCP proxy on 127.0.0.1 in front of the server: the real network between the page and the
+/// service, which can stop a reply where a marker appears in it and drop its connection when
+/// told (once; the test first sees the partial reply on the page), and
+/// answer the next chat request with a proxy's HTML 502 page (once).
+struct Proxy {
+    base: String,
+    cut_at: Arc<Mutex<Option<Vec<u8>>>>,
+    drop_now: Arc<tokio::sync::Notify>,
+    bad_gateway: Arc<std::sync::atomic::AtomicBool>,
+}
+
+async fn proxy(upstream: &str) -> Proxy {
+    let upstream = upstream.trim_start_matches("http://").to_owned();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the proxy");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let cut_at = Arc::new(Mutex::new(None));
+    let drop_now = Arc::new(tokio::sync::Notify::new());
+    let bad_gateway = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let faults = Faults {
+        cut_at: cut_at.clone(),
+        drop_now: drop_now.clone(),
+        bad_gateway: bad_gateway.clone(),
+    };
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            tokio::spawn(relay(client, upstream.clone(), faults.clone()));
+        }
+    });
+    Proxy {
+        base,
+        cut_at,
+        drop_now,
+        bad_gateway,
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The proxy's faults, shared by its connections.
+#[derive(Clone)]
+struct Faults {
+    cut_at: Arc<Mutex<Option<Vec<u8>>>>,
+    drop_now: Arc<tokio::sync::Notify>,
+    bad_gateway: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// One connection through the proxy.
+async fn relay(client: tokio::net::TcpStream, upstream: String, faults: Faults) {
+    let Faults {
+        cut_at,
+        drop_now,
+        bad_gateway,
+    } = faults;
+    use std::sync::atomic::Ordering;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let Ok(server) = tokio::net::TcpStream::connect(&upstream).await else {
+        return;
+    };
+    let (mut from_client, mut to_client) = client.into_split();
+    let (mut from_server, mut to_server) = server.into_split();
+    let (mut up, mut down) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
+    let mut seen = Vec::new();
+    loop {
+        tokio::select! {
+            read = from_client.read(&mut up) => {
+                let n = match read { Ok(0) | Err(_) => return, Ok(n) => n };
+                let chunk = &up[..n];
+                if chunk.starts_with(b"POST ")
+                    && find(chunk, b"/chat ").is_some()
+                    && bad_gateway.swap(false, Ordering::SeqCst)
+                {
+                    let _ = to_client.write_all(BAD_GATEWAY).await;
+                    return;
+                }
+                if to_server.write_all(chunk).await.is_err() {
+                    return;
+                }
+            }
+            read = from_server.read(&mut down) => {
+                let n = match read { Ok(0) | Err(_) => return, Ok(n) => n };
+                let chunk = &down[..n];
+                let marker = cut_at.lock().unwrap().clone();
+                if let Some(marker) = marker {
+                    let before = seen.len();
+                    seen.extend_from_slice(chunk);
+                    if let Some(at) = find(&seen, &marker) {
+                        // Up to the marker, then the connection is gone mid-reply.
+                        let keep = at.saturating_sub(before).min(n);
+                        let _ = to_client.write_all(&chunk[..keep]).await;
+                        cut_at.lock().unwrap().take();
+                        drop_now.notified().await;
+                        return;
+                    }
+                }
+                if to_client.write_all(chunk).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_cut_mid_stream_fails_with_retry_and_a_502_page_shows_its_status() {
+    let Some(driver) = Chromedriver::start() else {
+        return;
+    };
+    let running = start().await;
+    let proxy = proxy(&running.base).await;
+    let browser = driver.browser().await;
+    let result = async {
+        browser.set_window_size(1280, 800).await.expect("size");
+        open_page(&browser, &proxy.base).await;
+        let empty = wait_css(&browser, "#empty-state")
+            .await
+            .text()
+            .await
+            .expect("text");
+        assert!(empty.starts_with("Open or start a session"), "{empty}");
+        wait_css(&browser, "#new-session")
+            .await
+            .click()
+            .await
+            .expect("new session");
+        let empty = wait_css(&browser, "#messages li.empty")
+            .await
+            .text()
+            .await
+            .expect("text");
+        assert_eq!(empty, "No turns yet: ask your first question below.");
+        // A first turn through the proxy, whole.
+        let input = wait_css(&browser, "#input").await;
+        input
+            .send_keys(&format!(
+                "What limits wind turbine size?{}",
+                char::from(Key::Enter)
+            ))
+            .await
+            .expect("send");
+        wait_css(&browser, "li.assistant .badge:not(.pending)").await;
+
+        // The connection drops mid-reply: the partial text stays, marked failed, with a Retry.
+        *proxy.cut_at.lock().unwrap() = Some(b"zzcut".to_vec());
+        let question = "How do blade materials zzcut fatigue at sea?";
+        input
+            .send_keys(&format!("{question}{}", char::from(Key::Enter)))
+            .await
+            .expect("send");
+        wait_xpath(
+            &browser,
+            "(//li[contains(@class,'assistant')])[2][contains(@class,'streaming')]\
+             /div[@class='text'][contains(., 'You asked')]",
+        )
+        .await;
+        proxy.drop_now.notify_one();
+        let failed = wait_css(&browser, "li.assistant.failed").await;
+        let partial = failed
+            .find(Locator::Css(".text"))
+            .await
+            .expect("text")
+            .text()
+            .await
+            .expect("text");
+        assert!(partial.starts_with("(offline stand-in)"), "{partial}");
+        assert!(!partial.contains("zzcut"), "{partial}");
+        let badge = failed
+            .find(Locator::Css(".badge.failed"))
+            .await
+            .expect("badge")
+            .text()
+            .await
+            .expect("text");
+        assert!(
+            badge.starts_with("failed: the reply was cut off"),
+            "{badge}"
+        );
+        assert!(
+            browser
+                .find(Locator::Css("li.assistant.streaming"))
+                .await
+                .is_err(),
+            "nothing streams for good"
+        );
+        screenshot(
+            "stream-cut.png",
+            &browser.screenshot().await.expect("screenshot"),
+        );
+        failed
+            .find(Locator::Css("button.retry"))
+            .await
+            .expect("Retry")
+            .click()
+            .await
+            .expect("retry");
+        let retried = wait_xpath(
+            &browser,
+            "(//li[contains(@class,'assistant')])[2][not(contains(@class,'failed'))]\
+             /span[contains(@class,'badge') and not(contains(@class,'pending'))]",
+        )
+        .await;
+        assert!(!retried.text().await.expect("badge").starts_with("failed"));
+        let reply = browser
+            .find(Locator::XPath(
+                "(//li[contains(@class,'assistant')])[2]/div[@class='text']",
+            ))
+            .await
+            .expect("reply")
+            .text()
+            .await
+            .expect("text");
+        assert!(reply.contains(question), "{reply}");
+        assert_eq!(
+            browser
+                .find_all(Locator::Css("li.msg.user"))
+                .await
+                .expect("asked")
+                .len(),
+            2
+        );
+
+        // A proxy's HTML 502: the status, not a parse error.
+        proxy
+            .bad_gateway
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        input
+            .send_keys(&format!(
+                "And offshore foundations?{}",
+                char::from(Key::Enter)
+            ))
+            .await
+            .expect("send");
+        let failed = wait_xpath(
+            &browser,
+            "(//li[contains(@class,'assistant')])[3][contains(@class,'failed')]",
+        )
+        .await;
+        let badge = failed
+            .find(Locator::Css(".badge"))
+            .await
+            .expect("badge")
+            .text()
+            .await
+            .expect("text");
+        assert_eq!(badge, "failed: HTTP 502 Bad Gateway");
+        failed
+            .find(Locator::Css("button.retry"))
+            .await
+            .expect("a Retry");
+        assert_eq!(console_errors(&browser).await, Vec::<String>::new());
+    }
+    .await;
+    browser.close().await.expect("close the browser");
+    result
+}
+
+// ---------------------------------------------------------------------------------------------
+// Readable compaction (issue 33): the summary as Markdown, safely; the drawer at its top
+
+/// A summary as a model might write it, with markup that must stay text.
+const MARKDOWN_SUMMARY: &str = "## Findings\n\
+- **Wake losses** grow with *spacing*\n\
+- Blades use `carbon` spars\n\
+1. first check\n\
+2. second check\n\
+\n\
+| material | fatigue |\n\
+| --- | --- |\n\
+| glass | high |\n\
+\n\
+<img src=x onerror=\"document.body.dataset.pwned='img'\"> <script>document.body.dataset.pwned='script'</script>";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_summary_renders_as_markdown_without_raw_html_and_panels_open_at_their_top() {
+    let Some(driver) = Chromedriver::start() else {
+        return;
+    };
+    let running = start().await;
+    let key = running.create("md").await;
+    running.chat(&key, "What limits wind farm spacing?").await;
+    running.chat(&key, "And blade fatigue offshore?").await;
+    // A compaction of turn 1 written by another tool through the events route.
+    let turn_1 = running
+        .store
+        .expand_turns(&key, 1, 1)
+        .await
+        .expect("turn 1");
+    let (start_ts, end_ts) = (
+        turn_1.first().expect("events").event.timestamp,
+        turn_1.last().expect("events").event.timestamp,
+    );
+    let r = running
+        .http
+        .get(running.url(&key, ""))
+        .send()
+        .await
+        .expect("get");
+    let etag = r.headers()["etag"].to_str().expect("etag").to_owned();
+    let r = running
+        .http
+        .post(running.url(&key, "/events"))
+        .header("If-Match", etag)
+        .json(&json!({"author": "user", "actions": {"compaction": {
+            "start_timestamp": start_ts, "end_timestamp": end_ts,
+            "compacted_content": {"role": "model", "parts": [{"text": MARKDOWN_SUMMARY}]}}}}))
+        .send()
+        .await
+        .expect("append");
+    assert_eq!(r.status(), StatusCode::CREATED, "{:?}", r.text().await);
+    let browser = driver.browser().await;
+    let result = async {
+        browser.set_window_size(1280, 520).await.expect("size");
+        open_page(&browser, &format!("{}/#/page/local/md", running.base)).await;
+        for scope in ["#messages li.msg.summary", "#context-entries li.entry.summary"] {
+            if scope.starts_with("#context") {
+                wait_css(&browser, "#tab-context").await.click().await.expect("open context");
+                wait_css(&browser, "#drawer:not([data-loading])").await;
+            }
+            let md = format!("{scope} .markdown");
+            wait_css(&browser, &md).await;
+            assert_eq!(texts(&browser, &format!("{md} h5")).await, ["Findings"]);
+            assert_eq!(texts(&browser, &format!("{md} ul > li")).await.len(), 2);
+            assert_eq!(texts(&browser, &format!("{md} ol > li")).await, ["first check", "second check"]);
+            assert_eq!(texts(&browser, &format!("{md} strong")).await, ["Wake losses"]);
+            assert_eq!(texts(&browser, &format!("{md} em")).await, ["spacing"]);
+            assert_eq!(texts(&browser, &format!("{md} code")).await, ["carbon"]);
+            assert_eq!(texts(&browser, &format!("{md} table th")).await, ["material", "fatigue"]);
+            assert_eq!(texts(&browser, &format!("{md} table td")).await, ["glass", "high"]);
+            // The markup is text: no element made from it, nothing run.
+            let paragraph = texts(&browser, &format!("{md} p")).await.join(" ");
+            assert!(paragraph.contains("<img src=x") && paragraph.contains("<script>"), "{paragraph}");
+        }
+        let raw = browser
+            .execute(
+                "return [document.querySelectorAll('img, script:not([src])').length, \
+                 document.body.dataset.pwned || null];",
+                vec![],
+            )
+            .await
+            .expect("raw html");
+        assert_eq!(raw, json!([0, null]));
+        // The compaction history by turn numbers and tokens.
+        let entry = texts(&browser, "#history li.compaction").await;
+        assert_eq!(entry.len(), 1);
+        assert!(entry[0].contains("#1: turn 1 folded") && entry[0].contains("tokens"), "{entry:?}");
+        let folded = texts(&browser, "#messages li.msg.folded summary").await;
+        assert_eq!(folded.len(), 1);
+        assert!(folded[0].starts_with("Turn 1 · in summary #1"), "{folded:?}");
+        // Each panel opens at its top, whatever the other was scrolled to.
+        let scrolled = browser
+            .execute(
+                "const d = document.getElementById('drawer'); d.scrollTop = d.scrollHeight; return d.scrollTop;",
+                vec![],
+            )
+            .await
+            .expect("scroll the drawer");
+        assert!(scrolled.as_f64().expect("scrollTop") > 0.0, "the drawer scrolls at this size");
+        wait_css(&browser, "#tab-prefs").await.click().await.expect("preferences");
+        wait_css(&browser, "#drawer-prefs:not([hidden])").await;
+        let top = browser
+            .execute("return document.getElementById('drawer').scrollTop;", vec![])
+            .await
+            .expect("scrollTop");
+        assert_eq!(top, json!(0));
+        browser.set_window_size(1280, 800).await.expect("size");
+        wait_css(&browser, "#tab-context").await.click().await.expect("context again");
+        wait_css(&browser, "#drawer:not([data-loading])").await;
+        browser
+            .execute(
+                "document.querySelector('#context-entries li.entry.summary').scrollIntoView({block: 'start'});\
+                 document.querySelector('#messages li.msg.summary').scrollIntoView({block: 'start'});",
+                vec![],
+            )
+            .await
+            .expect("scroll to the summaries");
+        screenshot(
+            "summary-markdown.png",
+            &browser.screenshot().await.expect("screenshot"),
+        );
+        assert_eq!(console_errors(&browser).await, Vec::<String>::new());
     }
     .await;
     browser.close().await.expect("close the browser");

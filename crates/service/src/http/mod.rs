@@ -7,6 +7,7 @@
 mod chat;
 pub mod coordinator;
 pub mod guard;
+mod history;
 pub mod listener;
 mod llm_span;
 mod open_turns;

@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | `GET /` | the page |
 //! | `GET /assets/{name}` | its scripts and stylesheet |
-//! | `GET /v1/sessions` | the sessions created here since the start, newest first |
+//! | `GET /v1/sessions` | the sessions created or opened here since the start, with title and last activity, most recent first (in memory: the store port lists no sessions) |
 //! | `GET /v1/sessions/{app}/{user}/{id}/tokens` | prompt tokens per turn and for the next prompt, with and without compaction |
 //! | `GET /v1/settings` | the eight settings with their types, hints, clamp warning |
 //! | `PUT /v1/settings` | save `{key: value, ...}` through config-ssot; 422 names the field |
@@ -35,7 +35,7 @@ use super::settings::SettingsHub;
 use crate::lane::Lanes;
 
 /// The page's files: name, content type, text.
-const ASSETS: [(&str, &str, &str); 7] = [
+const ASSETS: [(&str, &str, &str); 8] = [
     (
         "index.html",
         "text/html; charset=utf-8",
@@ -67,11 +67,20 @@ const ASSETS: [(&str, &str, &str); 7] = [
         include_str!("../../assets/drawer.js"),
     ),
     (
+        "markdown.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../assets/markdown.js"),
+    ),
+    (
         "prefs.js",
         "text/javascript; charset=utf-8",
         include_str!("../../assets/prefs.js"),
     ),
 ];
+
+/// The session state key holding the title the page shows (its first question, shortened,
+/// until renamed).
+pub(super) const TITLE_KEY: &str = "page:title";
 
 /// How many sessions `GET /v1/sessions` lists.
 const SESSIONS_LISTED: usize = 200;
@@ -186,15 +195,73 @@ async fn asset(Path(name): Path<String>) -> Response {
     file(&name)
 }
 
+/// The remembered sessions with their title (the session state's [`TITLE_KEY`], set by the
+/// page through an event's `state_delta`; `null` until then) and last activity (the newest
+/// event's timestamp, else `null`), most recent activity first. Each is read with the port's
+/// tail window of one event, not the whole history; a session the store no longer has is
+/// left out.
 async fn list_sessions(State(page): State<Arc<Page>>) -> Response {
-    let sessions: Vec<Value> = page
+    let keys: Vec<SessionKey> = page
         .sessions
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .map(|k| json!({ "app": k.app_name, "user": k.user_id, "id": k.session_id }))
+        .cloned()
         .collect();
+    let mut sessions: Vec<(f64, usize, Value)> = Vec::with_capacity(keys.len());
+    for (order, k) in keys.iter().enumerate() {
+        let (title, last) = match page.store.load_live_tail_window(k, 1).await {
+            Ok(window) => {
+                let s = window.session;
+                let last = s.events.last().map(|e| e.timestamp.seconds());
+                (title(page.store.as_ref(), k, &s.state).await, last)
+            }
+            Err(StoreError::NotFound(_)) => continue,
+            Err(e) => return store_error(e),
+        };
+        // Never active: first, by creation, newest first (the list's own order).
+        sessions.push((
+            last.unwrap_or(f64::INFINITY),
+            order,
+            json!({ "app": k.app_name, "user": k.user_id, "id": k.session_id,
+                    "title": title, "last_activity": last }),
+        ));
+    }
+    sessions.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let sessions: Vec<Value> = sessions.into_iter().map(|(_, _, v)| v).collect();
     axum::Json(json!({ "sessions": sessions })).into_response()
+}
+
+/// The session's title: the state's [`TITLE_KEY`] when set, else its first question.
+pub(super) async fn title(
+    store: &dyn SessionStore,
+    key: &SessionKey,
+    state: &Map<String, Value>,
+) -> Option<String> {
+    match state.get(TITLE_KEY) {
+        Some(Value::String(t)) if !t.trim().is_empty() => Some(t.clone()),
+        _ => first_question(store, key).await,
+    }
+}
+
+/// The characters of a title made from the first question.
+const TITLE_CHARS: usize = 60;
+
+/// The session's first question, shortened to [`TITLE_CHARS`] (with an ellipsis); `None`
+/// before the first turn or when the store cannot say.
+pub(super) async fn first_question(store: &dyn SessionStore, key: &SessionKey) -> Option<String> {
+    let events = store.expand_turns(key, 1, 1).await.ok()?;
+    let text = events
+        .iter()
+        .find(|r| r.event.is_user())
+        .map(|r| r.event.text())?;
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    Some(if text.chars().count() > TITLE_CHARS {
+        let cut: String = text.chars().take(TITLE_CHARS - 1).collect();
+        format!("{}…", cut.trim_end())
+    } else {
+        text
+    })
 }
 
 /// Prompt tokens per completed turn, with and without compaction ([`super::token_series`]).

@@ -221,6 +221,10 @@ impl Server {
             .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
             .with_state(self.state.clone())
             .merge(super::recall::router(self.state.store.clone()))
+            .merge(super::history::router(
+                self.state.store.clone(),
+                self.state.page.clone(),
+            ))
             .merge(self.state.page.router())
             .method_not_allowed_fallback(|| async {
                 ApiError::new(
