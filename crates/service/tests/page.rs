@@ -123,6 +123,28 @@ fn start_settings(s: &mut Settings) {
     s.adaptive_compaction_threshold = 0.5;
 }
 
+/// Answers p = 0.2, then 0.9, then 0.2, … (probes in the order they come).
+#[derive(Default)]
+struct Alternating(std::sync::atomic::AtomicUsize);
+
+#[async_trait]
+impl compaction_core::DecisionModel for Alternating {
+    fn info(&self) -> ModelInfo {
+        ModelInfo::new("test", "local", "alternating")
+    }
+    async fn decide(
+        &self,
+        _: &compaction_core::ProbeRequest,
+    ) -> Result<compaction_core::DecisionAnswer, AdapterError> {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(compaction_core::DecisionAnswer::new(if n % 2 == 1 {
+            0.9
+        } else {
+            0.2
+        }))
+    }
+}
+
 async fn start() -> Running {
     start_with(true).await
 }
@@ -142,13 +164,15 @@ async fn start_with(watch: bool) -> Running {
     let store = Arc::new(SqliteStore::open(dir.path().join("sessions.db")).expect("store"));
     let clock = Arc::new(SystemClock::default());
     let ids = Arc::new(ProcessIds::default());
-    let decision = decision_client::build_decision_model(&effective, &Default::default(), |_| None)
-        .expect("offline decision model");
+    // A decision model whose verdicts do not depend on which local model is installed (the
+    // page shows whatever the engine decided; these tests need both verdicts, in a known
+    // order): every other probe compresses.
+    let decision = Arc::new(Alternating::default());
     let summarizer = summarizer::build_summarizer(&effective, &Default::default(), |_| None)
         .expect("offline summarizer");
     // Built on the defaults on purpose: watching the file puts its settings in force.
     let engine = Engine::builder(
-        decision.model,
+        decision,
         summarizer.summarizer,
         store.clone(),
         clock.clone(),
