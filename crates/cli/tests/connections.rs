@@ -7,10 +7,9 @@ mod common;
 
 use std::io::{ErrorKind, Read as _, Write as _};
 use std::net::TcpStream;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{compaction, spawn_serve};
+use common::serve_in;
 
 /// The header timeout the server runs with: a client that queued behind the idle connections
 /// would wait about this long.
@@ -68,14 +67,8 @@ fn two_thousand_idle_and_slow_connections_neither_stop_a_new_client_nor_stay_ope
         "this test holds 2,000 sockets; the hard descriptor limit is {limit}"
     );
     let dir = tempfile::tempdir().expect("dir");
-    let mut command = compaction();
-    command
-        .args(["serve", "--addr", "127.0.0.1:0", "--db"])
-        .arg(dir.path().join("sessions.db"))
-        .args(["--header-timeout", &HEADER_TIMEOUT_SECS.to_string()])
-        .env("ZOTERO_DATA_DIR", dir.path())
-        .stderr(Stdio::null());
-    let server = spawn_serve(command);
+    let timeout = HEADER_TIMEOUT_SECS.to_string();
+    let server = serve_in(dir.path(), &["--header-timeout", &timeout], &[]);
     let connections = server
         .banner
         .iter()

@@ -10,10 +10,9 @@ mod common;
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Serve, compaction, spawn_serve};
+use common::{Serve, serve_in, use_coordinator};
 
 /// One answer: status, headers (lower-case names), body.
 struct Answer {
@@ -75,17 +74,7 @@ type Attack<'a> = (
 
 /// `compaction serve` with its database and settings file in `dir`, and `extra` arguments.
 fn serve(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Serve {
-    let mut command = compaction();
-    command
-        .args(["serve", "--addr", "127.0.0.1:0", "--db"])
-        .arg(dir.join("sessions.db"))
-        .args(extra)
-        .env("ZOTERO_DATA_DIR", dir)
-        .stderr(Stdio::null());
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    spawn_serve(command)
+    serve_in(dir, extra, env)
 }
 
 fn settings_file(dir: &Path) -> std::path::PathBuf {
@@ -101,17 +90,7 @@ async fn hostile_pages_and_rebinding_hosts_are_refused_and_write_nothing() {
         .mount(&upstream)
         .await;
     let dir = tempfile::tempdir().expect("dir");
-    for (key, value) in [
-        ("coordinator_base_url", upstream.uri()),
-        ("coordinator_model", "m".to_owned()),
-    ] {
-        let out = compaction()
-            .args(["config", "set", key, &value])
-            .env("ZOTERO_DATA_DIR", dir.path())
-            .output()
-            .expect("config set");
-        assert!(out.status.success(), "{out:?}");
-    }
+    use_coordinator(dir.path(), &upstream.uri());
     let server = serve(dir.path(), &[], &[]);
     let addr = server.addr.clone();
     let own = format!("http://{addr}");

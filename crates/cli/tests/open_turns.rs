@@ -6,11 +6,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{Serve, compaction, spawn_serve};
+use common::{Serve, serve_in, use_coordinator};
 use compaction_core::SessionKey;
 use compaction_core::builder::INTERRUPTED_CODE;
 
@@ -25,14 +24,7 @@ impl wiremock::Respond for Stalled {
 }
 
 fn serve(dir: &Path, extra: &[&str]) -> Serve {
-    let mut command = compaction();
-    command
-        .args(["serve", "--addr", "127.0.0.1:0", "--db"])
-        .arg(dir.join("sessions.db"))
-        .args(extra)
-        .env("ZOTERO_DATA_DIR", dir)
-        .stderr(Stdio::null());
-    spawn_serve(command)
+    serve_in(dir, extra, &[])
 }
 
 fn banner_line<'a>(server: &'a Serve, prefix: &str) -> &'a str {
@@ -52,17 +44,7 @@ async fn a_turn_cut_by_sigkill_is_closed_as_interrupted_at_restart_once_quiet() 
         .mount(&upstream)
         .await;
     let dir = tempfile::tempdir().expect("dir");
-    for (key, value) in [
-        ("coordinator_base_url", upstream.uri()),
-        ("coordinator_model", "m".to_owned()),
-    ] {
-        let out = compaction()
-            .args(["config", "set", key, &value])
-            .env("ZOTERO_DATA_DIR", dir.path())
-            .output()
-            .expect("config set");
-        assert!(out.status.success(), "{out:?}");
-    }
+    use_coordinator(dir.path(), &upstream.uri());
     let mut first = serve(dir.path(), &[]);
     let http = reqwest::Client::new();
     let created = http

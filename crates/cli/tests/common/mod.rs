@@ -80,3 +80,35 @@ pub(crate) fn spawn_serve(mut command: Command) -> Serve {
         banner,
     }
 }
+
+/// `compaction serve` on loopback with its database and settings file in `dir`, `extra`
+/// arguments and `env` variables; stderr discarded.
+pub(crate) fn serve_in(dir: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> Serve {
+    let mut command = compaction();
+    command
+        .args(["serve", "--addr", "127.0.0.1:0", "--db"])
+        .arg(dir.join("sessions.db"))
+        .args(extra)
+        .env("ZOTERO_DATA_DIR", dir)
+        .stderr(std::process::Stdio::null());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    spawn_serve(command)
+}
+
+/// Points the settings file in `dir` at an OpenAI-compatible coordinator at `base_url`
+/// (model `m`), through `compaction config set`.
+pub(crate) fn use_coordinator(dir: &std::path::Path, base_url: &str) {
+    for (key, value) in [
+        ("coordinator_base_url", base_url),
+        ("coordinator_model", "m"),
+    ] {
+        let out = compaction()
+            .args(["config", "set", key, value])
+            .env("ZOTERO_DATA_DIR", dir)
+            .output()
+            .expect("config set");
+        assert!(out.status.success(), "{out:?}");
+    }
+}
