@@ -1153,7 +1153,7 @@ fn config_command(
             emit(&mut out, String::from_utf8_lossy(&file.render()).trim_end())
         }
         ConfigAction::Set { key, value } => {
-            let file = if compaction_core::settings::KEYS.contains(&key.as_str()) {
+            let file = if compaction_core::KEYS.contains(&key.as_str()) {
                 store
                     .set(&key, &value)
                     .map_err(|e| CliError::Config(e.to_string()))?

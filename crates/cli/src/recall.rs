@@ -8,7 +8,8 @@
 
 use std::io::Write;
 
-use compaction_core::recall::{self, RecallHit};
+use compaction_core::RecallHit;
+use compaction_core::store_support as recall;
 use compaction_core::{RecallQuery, SessionKey, SessionStore, StoreError};
 
 use crate::database::Database;

@@ -19,8 +19,8 @@
 
 use std::sync::Arc;
 
-use compaction_core::plan::render_event_body;
-use compaction_core::state::RESEARCH_TURN_HISTORY;
+use compaction_core::RESEARCH_TURN_HISTORY;
+use compaction_core::render_event_body;
 use compaction_core::{
     CharsPerToken, Clock, Content, Engine, Event, FunctionCall, FunctionResponse, IdGenerator,
     Outcome, Part, Revision, SessionKey, SessionStore, TokenEstimator,
@@ -153,7 +153,7 @@ pub struct Replay<S: SessionStore + ?Sized> {
 
 /// How many of the latest turns' `RESEARCH_TURN_HISTORY` entries the replay keeps in the
 /// session state. The decision state shows at most
-/// [`compaction_core::state::DEFAULT_STATE_BUDGET_TOKENS`] (500) tokens of recent turns, and a
+/// [`compaction_core::DEFAULT_STATE_BUDGET_TOKENS`] (500) tokens of recent turns, and a
 /// rendered turn is never under six tokens, so no probe reads further back than about 85
 /// turns; older entries only made each research turn's `state_delta` (and so the replay)
 /// grow with the session.

@@ -116,7 +116,7 @@ pub(crate) fn wire(
     let effective = settings
         .effective()
         .map_err(|e| CliError::Config(e.to_string()))?;
-    let shadow = compaction_core::settings::shadow_from(&raw)
+    let shadow = compaction_core::shadow_from(&raw)
         .map_err(|e| CliError::Config(format!("{origin}: {e}")))?;
     let env = |name: &str| std::env::var(name).ok();
     let input = AdapterInput {
@@ -202,9 +202,9 @@ pub(crate) fn set_adapter_key(
     let adapter_keys = registered
         .iter()
         .chain(&service::http::coordinator::config::KEYS)
-        .chain(&compaction_core::settings::EXTENSION_KEYS);
+        .chain(&compaction_core::EXTENSION_KEYS);
     if !adapter_keys.clone().any(|k| *k == key) {
-        let known: Vec<&str> = compaction_core::settings::KEYS
+        let known: Vec<&str> = compaction_core::KEYS
             .iter()
             .chain(adapter_keys)
             .copied()
@@ -226,7 +226,7 @@ pub(crate) fn set_adapter_key(
         |e: &dyn std::fmt::Display| CliError::Config(format!("{}: {e}", shown(file.path())));
     registry.validate(&raw).map_err(|e| in_file(&e))?;
     service::http::CoordinatorConfig::from_map(&raw).map_err(|e| in_file(&e))?;
-    compaction_core::settings::shadow_from(&raw)
+    compaction_core::shadow_from(&raw)
         .map_err(|e| CliError::Config(format!("{}: {e}", shown(file.path()))))?;
     store
         .set_extra(key, value)

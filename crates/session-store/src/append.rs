@@ -9,8 +9,8 @@
 //! - a rewind recomputes every flag and the header from the whole history with
 //!   compaction-core's own functions (cost grows with the history; rewinds are rare user edits).
 
-use compaction_core::context::{CompactionRange, subsumption_on_append};
-use compaction_core::history::timestamp_may_follow;
+use compaction_core::store_support::timestamp_may_follow;
+use compaction_core::store_support::{CompactionRange, subsumption_on_append};
 use compaction_core::{Event, EventCompaction, Revision, SessionKey, Timestamp};
 use rusqlite::{Transaction, TransactionBehavior};
 use serde_json::{Map, Value};
@@ -186,7 +186,7 @@ impl SqliteStore {
     ) -> Result<(), SessionStoreError> {
         let op = || format!("updating the compactions of session {key}");
         // A stored range that is not a finite timestamp is SQLite data we cannot read.
-        let unreadable = |column: usize, e: compaction_core::time::InvalidTimestamp| {
+        let unreadable = |column: usize, e: compaction_core::InvalidTimestamp| {
             self.sqlite_error(op)(rusqlite::Error::FromSqlConversionFailure(
                 column,
                 rusqlite::types::Type::Real,

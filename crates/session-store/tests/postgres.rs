@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::history;
 use common::pg::{admin, database_url, unique_schema};
-use compaction_core::history::{latest_view_timestamp, timestamp_may_follow};
+use compaction_core::store_support::{latest_view_timestamp, timestamp_may_follow};
 use compaction_core::testing::{
     EventFactory, RecordingSummarizer, ScriptedDecisionModel, SequentialIds, SteppingClock,
 };

@@ -63,6 +63,8 @@ impl CoordinatorRequest {
                     format!("{SUMMARY_PREAMBLE}\n{}", s.compaction.summary_text()),
                 )),
                 ContextEntry::Event(e) => messages.extend(Self::message_of(e)),
+                // A kind of entry added to the core after this build adds nothing.
+                _ => {}
             }
         }
         messages.push(ChatMessage::new("user", question));
@@ -245,7 +247,8 @@ struct OfflineRecall {
 /// `recall_history` with that word (once; at most three words are tried) and quotes the best
 /// hit.
 async fn offline_recall(tool: &RecallTool, request: &CoordinatorRequest) -> Option<OfflineRecall> {
-    use compaction_core::recall::{RECALL_TOOL_NAME, words};
+    use compaction_core::RECALL_TOOL_NAME;
+    use compaction_core::store_support::words;
     let shown: std::collections::HashSet<String> = request
         .messages
         .iter()

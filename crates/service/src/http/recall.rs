@@ -16,7 +16,8 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::routing::get;
-use compaction_core::recall::{self, RecalledEvent};
+use compaction_core::RecalledEvent;
+use compaction_core::store_support as recall;
 use compaction_core::{RecallQuery, SessionStore};
 use serde_json::{Value, json};
 

@@ -537,6 +537,8 @@ async fn get_session(
                 "author": event.author,
                 "text": event.text(),
             }),
+            // A kind of entry added to the core after this build: named, not shown.
+            _ => json!({ "kind": "other" }),
         })
         .collect();
     let history: Vec<Value> = history

@@ -9,8 +9,8 @@
 //! refused as stale. Any failure after the compare-and-set returns before `COMMIT`, and the
 //! dropped transaction is rolled back: nothing is half-written, the revision included.
 
-use compaction_core::context::{CompactionRange, subsumption_on_append};
-use compaction_core::history::{starts_turn, timestamp_may_follow};
+use compaction_core::store_support::{CompactionRange, subsumption_on_append};
+use compaction_core::store_support::{starts_turn, timestamp_may_follow};
 use compaction_core::{Event, EventCompaction, Revision, SessionKey, Timestamp};
 use deadpool_postgres::{Object, Transaction};
 use serde_json::{Map, Value};

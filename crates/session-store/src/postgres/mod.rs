@@ -3,7 +3,7 @@
 //!
 //! The same port ([`compaction_core::SessionStore`]) and the same design as the SQLite store:
 //! - a **session header row** (revision, the gate's turn count kept by compaction-core's
-//!   [`TurnTracker`](compaction_core::history::TurnTracker), the latest coordinator prompt
+//!   [`TurnTracker`](compaction_core::store_support::TurnTracker), the latest coordinator prompt
 //!   token count, the live compaction), so the gate reads one row;
 //! - **indexed event columns** (`ts`, `in_view`, `is_compaction`, `comp_start`/`comp_end`,
 //!   `subsumed`) with partial indexes for the coordinator view and the compactions, so the
@@ -50,7 +50,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use compaction_core::history::{OpenTurn, TurnTracker};
+use compaction_core::store_support::{OpenTurn, TurnTracker};
 use compaction_core::{Event, FailureKind, SessionKey};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
 use serde_json::{Map, Value};

@@ -5,14 +5,14 @@
 //!
 //! # The index (migration 2)
 //! - `events.recall tsvector`: the distinct words of the event's searchable text
-//!   (`compaction_core::recall::words` of `searchable_text`), computed in Rust at the append and
+//!   (`compaction_core::store_support::words` of `searchable_text`), computed in Rust at the append and
 //!   passed as one space-separated parameter, turned into lexemes by `array_to_tsvector`, so
 //!   PostgreSQL's parser and its text search configurations never touch them: no stemming, no
 //!   stop words, no special tokens for URLs, paths or decimals, and the same words whatever the
 //!   database's encoding or locale. NULL for what a search never looks at (compactions,
 //!   rewinds, events without text). A GIN index (`events_recall`) answers `@@`.
 //! - `events.turn_start` (partial index `events_turn_starts`): the event opens a turn
-//!   (`compaction_core::history::starts_turn`), so a hit's turn number is one indexed count
+//!   (`compaction_core::store_support::starts_turn`), so a hit's turn number is one indexed count
 //!   and a turn range two indexed lookups, as on SQLite.
 //! - A query is compaction-core's list of words, each a quoted `tsquery` lexeme joined by `&`:
 //!   a word holds only letters and digits, so nothing a user types is `tsquery` syntax.
@@ -28,13 +28,13 @@
 //! It never lets a query's text reach PostgreSQL as syntax and never shows an SQL error for a
 //! bad query (compaction-core refuses those before a store is asked).
 
-use compaction_core::context::CompactionRange;
-use compaction_core::history::starts_turn;
-use compaction_core::recall::scan::{self, ExpandError};
-use compaction_core::recall::{
-    Coverage, RecallHit, RecallQuery, RecalledEvent, searchable_text, snippet, words,
-};
+use compaction_core::ExpandError;
+use compaction_core::store_support::CompactionRange;
+use compaction_core::store_support::scan;
+use compaction_core::store_support::starts_turn;
+use compaction_core::store_support::{Coverage, searchable_text, snippet, words};
 use compaction_core::{Event, SessionKey, Timestamp};
+use compaction_core::{RecallHit, RecallQuery, RecalledEvent};
 use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;
 
