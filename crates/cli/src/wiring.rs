@@ -201,7 +201,7 @@ pub(crate) fn set_adapter_key(
     let registered = registry.adapter_keys();
     let adapter_keys = registered
         .iter()
-        .chain(&service::http::coordinator::config::KEYS)
+        .chain(&service::http::COORDINATOR_KEYS)
         .chain(&compaction_core::EXTENSION_KEYS);
     if !adapter_keys.clone().any(|k| *k == key) {
         let known: Vec<&str> = compaction_core::KEYS

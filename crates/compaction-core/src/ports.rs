@@ -13,7 +13,7 @@ mod models;
 mod store;
 mod telemetry;
 
-pub(crate) use crate::failure::{AdapterError, StoreError};
+pub(crate) use crate::failure::StoreError;
 pub use models::{
     DecisionAnswer, DecisionModel, ModelInfo, Summarizer, Summary, SummaryRequest, TokenUsage,
 };

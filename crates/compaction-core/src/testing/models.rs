@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 
+use crate::failure::AdapterError;
 use crate::ports::{
-    AdapterError, DecisionAnswer, DecisionModel, ModelInfo, Summarizer, Summary, SummaryRequest,
-    TokenUsage,
+    DecisionAnswer, DecisionModel, ModelInfo, Summarizer, Summary, SummaryRequest, TokenUsage,
 };
 use crate::probe::ProbeRequest;
 

@@ -22,12 +22,12 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tracing::Instrument as _;
 
+use super::api::{ApiError, ApiResult, json_object, route_key, string_field};
 use super::coordinator::{CoordinatorRequest, RecallTool, ReplyChunk, ReplyStream};
 use super::llm_span::LlmSpan;
 use super::relay::{Relay, Relayed};
-use super::server::{
-    ApiError, ApiResult, AppState, append_latest, json_object, route_key, string_field,
-};
+use super::server::AppState;
+use super::sessions::append_latest;
 use crate::lane::{LaneError, Turn as LaneTurn};
 
 const CHAT_FORM: &str = r#"{"message": "<text>"}"#;

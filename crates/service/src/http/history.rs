@@ -31,8 +31,8 @@ use compaction_core::RecalledEvent;
 use compaction_core::{CharsPerToken, SessionKey, SessionStore, StoreError, TokenEstimator as _};
 use serde_json::{Value, json};
 
+use super::api::{ApiError, ApiResult, route_key};
 use super::page::Page;
-use super::server::{ApiError, ApiResult, route_key};
 
 /// Turns one page holds when the caller names no limit.
 const DEFAULT_LIMIT: usize = 50;

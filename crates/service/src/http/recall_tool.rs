@@ -19,9 +19,9 @@ use compaction_core::{RecallHit, RecallQuery, SessionKey, SessionStore};
 use serde_json::{Value, json};
 
 /// Calls a turn may make.
-pub const MAX_CALLS_PER_TURN: usize = 3;
+pub(super) const MAX_CALLS_PER_TURN: usize = 3;
 /// The largest tool result, in tokens (4 characters a token).
-pub const MAX_RESULT_TOKENS: usize = 1_500;
+pub(super) const MAX_RESULT_TOKENS: usize = 1_500;
 /// Hits a search returns to the model.
 const TOOL_HITS: usize = 5;
 /// The widest turn range one call expands.
