@@ -30,3 +30,6 @@ pub(crate) fn check(root: &Path, bless: bool) -> Result<(), String> {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -42,7 +42,7 @@ pub(crate) fn workspace(root: &Path) -> Result<Vec<Crate>, String> {
     dirs.into_iter().map(|dir| parse_crate(&dir)).collect()
 }
 
-fn parse_crate(dir: &Path) -> Result<Crate, String> {
+pub(crate) fn parse_crate(dir: &Path) -> Result<Crate, String> {
     let name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
