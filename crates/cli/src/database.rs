@@ -2,6 +2,10 @@
 //! shared by any number of processes and replicas (`--db postgres://…`, or `--db-env VAR`
 //! naming an environment variable that holds the connection string, for one with a password).
 //!
+//! Opening them lives here too: [`Store::open`] for the commands that start sessions,
+//! [`open_existing`] (by the detected layout: native or Google ADK, SQLite or PostgreSQL) for
+//! those that work on stored ones.
+//!
 //! A connection string is never shown: `Debug` prints it redacted, errors and banners name
 //! the database by [`PostgresStore::database`] (user, hosts, ports, database: no password).
 
@@ -12,7 +16,8 @@ use compaction_core::{SessionKey, SessionStore};
 use session_store::postgres::ADK_DEFAULT_SCHEMA;
 use session_store::postgres::ExistingPostgres;
 use session_store::{
-    PostgresAccess, PostgresOptions, PostgresStore, SessionStoreError, SqliteStore,
+    AdkPostgresStore, AdkStore, IntegrityCheck, Layout, OpenOptions, PostgresAccess,
+    PostgresOptions, PostgresStore, SessionStoreError, SqliteStore, detect_layout,
 };
 
 use crate::error::CliError;
@@ -139,14 +144,14 @@ impl Database {
 pub(crate) async fn open_existing_postgres(
     url: &ConnectionString,
     access: PostgresAccess,
-) -> Result<crate::app::ExistingStore, CliError> {
+) -> Result<ExistingStore, CliError> {
     let native = PostgresOptions::default().access(access);
     match session_store::postgres::open_existing_postgres(&url.0, native, ADK_DEFAULT_SCHEMA)
         .await
         .map_err(|e| CliError::Database(e.to_string()))?
     {
-        ExistingPostgres::Native(store) => Ok(crate::app::ExistingStore::Postgres(Arc::new(store))),
-        ExistingPostgres::Adk(store) => Ok(crate::app::ExistingStore::AdkPostgres(Arc::new(store))),
+        ExistingPostgres::Native(store) => Ok(ExistingStore::Postgres(Arc::new(store))),
+        ExistingPostgres::Adk(store) => Ok(ExistingStore::AdkPostgres(Arc::new(store))),
         _ => Err(CliError::Database(
             "the database holds a layout this command does not open".to_owned(),
         )),
@@ -166,7 +171,7 @@ impl Store {
     /// Opens (creating when missing) the store at `db`.
     pub(crate) async fn open(db: &Database) -> Result<Store, CliError> {
         match db {
-            Database::File(path) => crate::open_store(path).map(Store::Sqlite),
+            Database::File(path) => open_store(path).map(Store::Sqlite),
             Database::Postgres { url, .. } => Database::connect(url, PostgresAccess::Create)
                 .await
                 .map(Store::Postgres),
@@ -215,6 +220,101 @@ impl Store {
             }
             (Store::Sqlite(_), Database::Postgres { .. }) => String::new(),
         }
+    }
+}
+
+/// Opens (creating or migrating when needed) the native SQLite store at `db`.
+fn open_store(db: &Path) -> Result<Arc<SqliteStore>, CliError> {
+    SqliteStore::open(db)
+        .map(Arc::new)
+        .map_err(|e| CliError::Database(e.to_string()))
+}
+
+/// An existing session database, opened by its detected layout.
+pub(crate) enum ExistingStore {
+    /// This project's native store.
+    Native(Arc<SqliteStore>),
+    /// A Google ADK sessions database, operated on in place.
+    Adk(Arc<AdkStore>),
+    /// The native store's design on PostgreSQL.
+    Postgres(Arc<PostgresStore>),
+    /// Google ADK's `DatabaseSessionService` tables on PostgreSQL, operated on in place.
+    AdkPostgres(Arc<AdkPostgresStore>),
+}
+
+impl ExistingStore {
+    /// The engine's port.
+    pub(crate) fn port(&self) -> Arc<dyn SessionStore> {
+        match self {
+            ExistingStore::Native(s) => s.clone(),
+            ExistingStore::Adk(s) => s.clone(),
+            ExistingStore::Postgres(s) => s.clone(),
+            ExistingStore::AdkPostgres(s) => s.clone(),
+        }
+    }
+}
+
+/// How a command uses an existing database.
+#[derive(Clone, Copy)]
+pub(crate) enum Access {
+    /// `evaluate`: may append (and migrate an older native file); damage is checked first.
+    Write,
+    /// `inspect`: read-only, never migrates, leaves no `-wal`/`-shm` behind.
+    Read,
+}
+
+/// Opens an existing database: a SQLite file (see [`open_existing_file`]) or the store on
+/// PostgreSQL (refused, untouched, when the database holds none; read-only for `inspect`).
+pub(crate) async fn open_existing(
+    db: &Database,
+    access: Access,
+) -> Result<ExistingStore, CliError> {
+    match db {
+        Database::File(path) => {
+            if !path.exists() {
+                return Err(CliError::Database(format!(
+                    "{}: no such database file",
+                    wiring::shown(path)
+                )));
+            }
+            open_existing_file(path, access)
+        }
+        Database::Postgres { url, .. } => {
+            // The native store, or ADK's own tables: detected once, on the pool that serves.
+            let access = match access {
+                Access::Write => PostgresAccess::Existing,
+                Access::Read => PostgresAccess::ReadOnly,
+            };
+            open_existing_postgres(url, access).await
+        }
+    }
+}
+
+/// Opens an existing database file: the native store, or ADK's `DatabaseSessionService` /
+/// `SqliteSessionService` layout; ADK's legacy v0 layout is refused naming `adk migrate session`.
+pub(crate) fn open_existing_file(db: &Path, access: Access) -> Result<ExistingStore, CliError> {
+    let database = |e: SessionStoreError| CliError::Database(e.to_string());
+    let options = OpenOptions::default();
+    let read = options.integrity(IntegrityCheck::Skip);
+    match detect_layout(db).map_err(database)? {
+        Layout::AdkDatabase | Layout::AdkSqlite | Layout::AdkLegacyV0 => match access {
+            Access::Write => AdkStore::open_with(db, options),
+            Access::Read => AdkStore::open_read_only(db, read),
+        }
+        .map(|s| ExistingStore::Adk(Arc::new(s)))
+        .map_err(database),
+        Layout::Native => match access {
+            Access::Write => open_store(db).map(ExistingStore::Native),
+            Access::Read => SqliteStore::open_read_only(db, read)
+                .map(|s| ExistingStore::Native(Arc::new(s)))
+                .map_err(database),
+        },
+        // Reading commands never write: an empty file is not turned into a store.
+        layout => Err(CliError::Database(format!(
+            "{}: not a session database (it is {}); `compaction replay --db` creates one",
+            wiring::shown(db),
+            layout.describe()
+        ))),
     }
 }
 

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use compaction_core::{Settings, Telemetry};
+use compaction_core::{Engine, SessionStore, Settings, Telemetry};
 use config_ssot::{ConfigFile, ConfigPath, ConfigStore};
 use serde_json::{Map, Value};
 
@@ -279,6 +279,55 @@ pub(crate) fn telemetry(otlp: OtlpRequest) -> Result<Spans, CliError> {
 }
 
 pub(crate) use service::{ProcessIds, SystemClock, run_id};
+
+/// The engine on `store`, with the adapters, settings and deadlines of `wiring`.
+pub(crate) fn build_engine(
+    wiring: &Wiring,
+    store: Arc<dyn SessionStore>,
+    clock: Arc<SystemClock>,
+    ids: Arc<ProcessIds>,
+    telemetry: Arc<dyn Telemetry>,
+) -> Result<Engine, CliError> {
+    Engine::builder(
+        wiring.decision.model.clone(),
+        wiring.summarizer.summarizer.clone(),
+        store,
+        clock,
+        ids,
+    )
+    .settings(wiring.settings.clone())
+    .telemetry(telemetry)
+    .shadow(wiring.shadow)
+    .probe_deadline(wiring.probe_deadline)
+    .summarize_deadline(wiring.summarize_deadline)
+    .build()
+    .map_err(|e| CliError::Config(e.to_string()))
+}
+
+/// Logs to stderr (filter from `COMPACTION_LOG`, default `error` plus the OTLP exporter's
+/// warnings), and, when spans are exported, sends the program's own spans (one per replayed
+/// turn) to the same exporter so that the compaction spans nest under their turn.
+pub(crate) fn init_logging(guard: Option<&telemetry::TelemetryGuard>) {
+    use std::io::IsTerminal as _;
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    // By default errors, plus the exporter's one warning about spans that could not be sent.
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("COMPACTION_LOG").unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new(format!("error,{}=warn", telemetry::WARNING_TARGET))
+        });
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .with_filter(filter);
+    let registry = tracing_subscriber::registry().with(fmt);
+    let _ = match guard {
+        Some(guard) => registry.with(guard.layer()).try_init(),
+        None => registry.try_init(),
+    };
+}
 
 /// Displays a path for messages.
 pub(crate) fn shown(path: &Path) -> String {

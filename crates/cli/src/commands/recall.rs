@@ -11,13 +11,53 @@ use std::io::Write;
 use compaction_core::recall::{self, RecallHit};
 use compaction_core::{RecallQuery, SessionKey, SessionStore, StoreError};
 
-use crate::database::Database;
+use super::args::SessionArgs;
+use crate::database::{Access, Database, DbArg, open_existing};
 use crate::error::CliError;
 use crate::render;
 
+#[derive(Debug, clap::Args)]
+pub(super) struct RecallArgs {
+    #[command(flatten)]
+    target: SessionArgs,
+    #[command(flatten)]
+    what: WhatArgs,
+    /// At most N hits (1 to 100; default 10).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Print a JSON list of hits `{turn, event_id, author, timestamp, snippet, text,
+    /// covered_by}` instead of the listing.
+    #[arg(long)]
+    json: bool,
+    /// Database: a SQLite file or a PostgreSQL URL postgres://user@host:port/dbname
+    /// (read-only: nothing is written).
+    #[arg(long, value_name = "PATH|URL", value_parser = crate::database::parse_db, required_unless_present = "db_env")]
+    db: Option<DbArg>,
+    /// Read the PostgreSQL URL from the environment variable VAR (for a URL that holds a
+    /// password).
+    #[arg(long, value_name = "VAR", conflicts_with = "db")]
+    db_env: Option<String>,
+}
+
+/// What `recall` brings back: exactly one of a search, a compaction or a turn range.
+#[derive(Debug, clap::Args)]
+#[group(required = true, multiple = false)]
+struct WhatArgs {
+    /// Search the raw events for these words (every word must occur; punctuation and FTS
+    /// operators are plain text).
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    query: Option<String>,
+    /// Print the original events this compaction event covers, verbatim.
+    #[arg(long, value_name = "ID")]
+    compaction: Option<String>,
+    /// Print the events of turns A..B (1-based, inclusive), verbatim.
+    #[arg(long, value_name = "A..B", value_parser = parse_turns)]
+    turns: Option<(usize, usize)>,
+}
+
 /// What to recall.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Target {
+enum Target {
     /// The raw events matching these words.
     Query(String),
     /// The events a compaction event covers.
@@ -27,7 +67,7 @@ pub(crate) enum Target {
 }
 
 /// Parses `--turns A..B` (or a single turn `A`).
-pub(crate) fn parse_turns(value: &str) -> Result<(usize, usize), String> {
+fn parse_turns(value: &str) -> Result<(usize, usize), String> {
     let expected = "expected a turn range A..B of turn numbers from 1 (e.g. 3..7), or one turn N";
     let number = |s: &str| s.trim().parse::<usize>().ok().filter(|&n| n > 0);
     let (first, last) = match value.split_once("..") {
@@ -41,7 +81,24 @@ pub(crate) fn parse_turns(value: &str) -> Result<(usize, usize), String> {
 }
 
 /// Runs `compaction recall`.
-pub(crate) async fn recall(
+pub(super) async fn run(args: RecallArgs) -> Result<(), CliError> {
+    let key = args.target.key();
+    let target = match (args.what.query, args.what.compaction, args.what.turns) {
+        (Some(q), _, _) => Target::Query(q),
+        (_, Some(id), _) => Target::Compaction(id),
+        (_, _, Some((a, b))) => Target::Turns(a, b),
+        _ => {
+            return Err(CliError::Config(
+                "give --query, --compaction or --turns".into(),
+            ));
+        }
+    };
+    let db = Database::required(args.db, args.db_env)?;
+    recall(key, db, target, args.limit, args.json).await
+}
+
+/// Recalls `target` from session `key` in `db` and prints it.
+async fn recall(
     key: SessionKey,
     db: Database,
     target: Target,
@@ -54,9 +111,7 @@ pub(crate) async fn recall(
         Target::Query(text) => Some(RecallQuery::parse(text).map_err(input)?),
         _ => None,
     };
-    let store = crate::app::open_existing(&db, crate::app::Access::Read)
-        .await?
-        .port();
+    let store = open_existing(&db, Access::Read).await?.port();
     let store: &dyn SessionStore = &*store;
     let database = |e: StoreError| CliError::Database(e.to_string());
     let (hits, searched) = match (&target, query) {
