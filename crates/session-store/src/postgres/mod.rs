@@ -40,6 +40,7 @@ mod adk;
 mod adk_detect;
 mod adk_tail;
 mod append;
+mod column;
 mod port;
 mod read;
 mod recall;
@@ -334,7 +335,9 @@ impl PostgresStore {
                 .await
                 .map_err(self.pg(&op))?
                 .ok_or_else(|| self.not_found(key))?;
-            Ok(session_row(&row).header())
+            Ok(self
+                .session_row(&row, &op as column::Operation<'_>)?
+                .header())
         }
         .await;
         self.release(client, &result);
@@ -464,7 +467,7 @@ impl PostgresStore {
     }
 }
 
-/// The header columns, in the order [`session_row`] reads them.
+/// The header columns, in the order [`PostgresStore::session_row`] reads them.
 pub(crate) const HEADER_COLUMNS: &str =
     "pk, revision, closed_turns, open_turn, prompt_tokens, live_seq, live_start, live_end";
 
@@ -473,24 +476,30 @@ pub(crate) const SESSION_ROW: &str = "SELECT pk, revision, closed_turns, open_tu
      live_seq, live_start, live_end FROM sessions \
      WHERE app_name = $1 AND user_id = $2 AND session_id = $3";
 
-/// Reads a row selected with [`HEADER_COLUMNS`].
-pub(crate) fn session_row(row: &Row) -> SessionRow {
-    let live_seq: Option<i64> = row.get(5);
-    let live_start: Option<f64> = row.get(6);
-    let live_end: Option<f64> = row.get(7);
-    let live = match (live_seq, live_start, live_end) {
-        (Some(seq), Some(start), Some(end)) => Some(LiveRef { seq, start, end }),
-        _ => None,
-    };
-    SessionRow {
-        pk: row.get(0),
-        revision: row.get::<_, i64>(1).unsigned_abs(),
-        tracker: TurnTracker {
-            closed: row.get::<_, i64>(2).unsigned_abs(),
-            open: OpenTurn::from_code(row.get(3)),
-        },
-        prompt_tokens: row.get::<_, Option<i64>>(4).map(|t| t as u64),
-        live,
+impl PostgresStore {
+    /// Reads a row selected with [`HEADER_COLUMNS`].
+    pub(crate) fn session_row(
+        &self,
+        row: &Row,
+        doing: impl column::Doing + Copy,
+    ) -> Result<SessionRow, SessionStoreError> {
+        let live_seq: Option<i64> = self.column(row, 5, doing)?;
+        let live_start: Option<f64> = self.column(row, 6, doing)?;
+        let live_end: Option<f64> = self.column(row, 7, doing)?;
+        let live = match (live_seq, live_start, live_end) {
+            (Some(seq), Some(start), Some(end)) => Some(LiveRef { seq, start, end }),
+            _ => None,
+        };
+        Ok(SessionRow {
+            pk: self.column(row, 0, doing)?,
+            revision: self.column::<i64>(row, 1, doing)?.unsigned_abs(),
+            tracker: TurnTracker {
+                closed: self.column::<i64>(row, 2, doing)?.unsigned_abs(),
+                open: OpenTurn::from_code(self.column(row, 3, doing)?),
+            },
+            prompt_tokens: self.column::<Option<i64>>(row, 4, doing)?.map(|t| t as u64),
+            live,
+        })
     }
 }
 
