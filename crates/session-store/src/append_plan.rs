@@ -155,7 +155,7 @@ pub(crate) fn on_compaction(
             row.tracker.reset();
             false
         }
-        Some(live) => !row.live.is_some_and(|old| old.seq == live.seq),
+        Some(live) => row.live.is_none_or(|old| old.seq != live.seq),
         None => true,
     };
     CompactionStep {

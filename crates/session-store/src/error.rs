@@ -367,9 +367,9 @@ pub enum SessionStoreError {
         /// The column's name.
         column: String,
         /// The column's PostgreSQL type (`int4`, `text`).
-        found: String,
+        found: Box<str>,
         /// The Rust type this build reads the column as (`i64`, `Option<f64>`).
-        expected: String,
+        expected: Box<str>,
         /// The driver's report (a type mismatch, or a NULL).
         #[source]
         source: Box<tokio_postgres::Error>,

@@ -483,7 +483,7 @@ async fn a_column_of_another_type_is_a_named_error_not_a_panic() {
             matches!(
                 e,
                 SessionStoreError::PostgresColumn { column, found, expected, .. }
-                    if column == "prompt_tokens" && found == "int4" && expected == "Option<i64>"
+                    if column == "prompt_tokens" && &**found == "int4" && &**expected == "Option<i64>"
             ),
             "{e:?}"
         );

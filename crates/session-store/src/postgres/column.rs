@@ -62,8 +62,9 @@ pub(crate) fn read_column<'r, T: FromSql<'r>>(
             found: row
                 .columns()
                 .get(index)
-                .map_or_else(|| "none".to_owned(), |c| c.type_().name().to_owned()),
-            expected: short_type_name(std::any::type_name::<T>()),
+                .map_or("none", |c| c.type_().name())
+                .into(),
+            expected: short_type_name(std::any::type_name::<T>()).into(),
             source: Box::new(source),
         })
 }
