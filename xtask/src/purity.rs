@@ -121,7 +121,7 @@ fn rule_violations(edges: &[(String, String)]) -> Vec<String> {
 /// The feature fences: what a crate built with only the named features must not pull in.
 /// Each is `(package, cargo tree arguments, forbidden crates, why)`; a forbidden crate
 /// matches by name or as a `name-`/`name_` family.
-pub(crate) const FENCES: [(&str, &[&str], &[&str], &str); 6] = [
+pub(crate) const FENCES: [(&str, &[&str], &[&str], &str); 7] = [
     (
         "adaptive-compaction-core",
         &[],
@@ -152,6 +152,13 @@ pub(crate) const FENCES: [(&str, &[&str], &[&str], &str); 6] = [
         &["rusqlite", "libsqlite3-sys"],
         "session-store without `sqlite` (PostgresStore alone) must not link SQLite, so that a \
          host using sqlx's SQLite can depend on it",
+    ),
+    (
+        "adaptive-compaction-cli",
+        &["--no-default-features"],
+        &["tokio-postgres", "deadpool-postgres"],
+        "cli without `postgres` (what xtask and a library consumer of cli build) must not \
+         build the PostgreSQL driver",
     ),
     (
         "adaptive-compaction-telemetry",

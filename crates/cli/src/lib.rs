@@ -11,6 +11,8 @@
 //! - `http` (default): the command line ([`run_with`]), the HTTP adapters, the OTLP exporter
 //!   and `compaction serve`. Without it: [`transcript`], [`replay`] and [`registry`], and no
 //!   reqwest (what xtask uses).
+//! - `postgres` (default): session databases on PostgreSQL (`--db postgres://…`). Without it
+//!   a PostgreSQL URL is refused naming the feature, and no PostgreSQL driver is built.
 #![warn(missing_docs)]
 
 pub mod registry;

@@ -41,15 +41,13 @@ pub(super) fn run(registry: &Registry, args: ConfigArgs) -> Result<(), CliError>
     match args.action {
         ConfigAction::Path => emit(&mut out, &wiring::shown(store.path().file())),
         ConfigAction::Show => {
-            let file = store.load().map_err(|e| CliError::Config(e.to_string()))?;
+            let file = store.load().map_err(CliError::config)?;
             emit(&mut out, &format!("# {}", wiring::shown(file.path())))?;
             emit(&mut out, String::from_utf8_lossy(&file.render()).trim_end())
         }
         ConfigAction::Set { key, value } => {
             let file = if compaction_core::settings::KEYS.contains(&key.as_str()) {
-                store
-                    .set(&key, &value)
-                    .map_err(|e| CliError::Config(e.to_string()))?
+                store.set(&key, &value).map_err(CliError::config)?
             } else {
                 wiring::set_adapter_key(registry, &store, &key, &value)?
             };

@@ -8,7 +8,7 @@ use compaction_core::DecisionRecord;
 use super::args::SessionArgs;
 use super::output::emit;
 use crate::database::{Access, ExistingStore, open_existing_file};
-use crate::error::CliError;
+use crate::error::{Cause, CliError};
 use crate::{shadow, wiring};
 
 #[derive(Debug, clap::Args)]
@@ -29,7 +29,7 @@ pub(super) fn run(args: &DecisionsArgs) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     if args.json {
         for d in &decisions {
-            let line = serde_json::to_string(d).map_err(|e| CliError::Other(e.to_string()))?;
+            let line = serde_json::to_string(d).map_err(CliError::other)?;
             emit(&mut out, &line)?;
         }
         return Ok(());
@@ -39,41 +39,30 @@ pub(super) fn run(args: &DecisionsArgs) -> Result<(), CliError> {
 
 /// The shadow decisions of a stored native session (opened for reading only); `tune` reads
 /// them too.
-pub(super) fn recorded(
-    target: &SessionArgs,
-    db: &Path,
-) -> Result<Vec<DecisionRecord>, CliError> {
+pub(super) fn recorded(target: &SessionArgs, db: &Path) -> Result<Vec<DecisionRecord>, CliError> {
     if !db.exists() {
-        return Err(CliError::Database(format!(
+        return Err(CliError::Database(Cause::new(format!(
             "{}: no such database file",
             wiring::shown(db)
-        )));
+        ))));
     }
     let key = target.key();
     let store = match open_existing_file(db, Access::Read)? {
         ExistingStore::Native(store) => store,
         ExistingStore::Adk(_) => {
-            return Err(CliError::Database(format!(
+            return Err(CliError::Database(Cause::new(format!(
                 "{}: an ADK database keeps no shadow decisions (they live in the native store)",
                 wiring::shown(db)
-            )));
+            ))));
         }
         // A file never opens as PostgreSQL.
-        ExistingStore::AdkPostgres(_) => {
-            return Err(CliError::Database(format!(
+        #[cfg(feature = "postgres")]
+        opened @ (ExistingStore::Postgres(_) | ExistingStore::AdkPostgres(_)) => {
+            return Err(CliError::Database(Cause::new(format!(
                 "{}: `decisions` and `tune` read a database file",
-                wiring::shown(db)
-            )));
-        }
-        ExistingStore::Postgres(store) => {
-            return Err(CliError::Database(format!(
-                "{}: `decisions` and `tune` read a database file",
-                store.database()
-            )));
+                opened.postgres_database().unwrap_or_default()
+            ))));
         }
     };
-    store
-        .blocking()
-        .decisions(&key)
-        .map_err(|e| CliError::Database(e.to_string()))
+    store.blocking().decisions(&key).map_err(CliError::database)
 }

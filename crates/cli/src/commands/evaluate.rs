@@ -9,7 +9,7 @@ use compaction_core::{Outcome, SessionKey};
 use super::args::{RunArgs, SessionArgs};
 use super::output::{emit, emit_json};
 use crate::database::{Access, Database, DbArg, ExistingStore, open_existing};
-use crate::error::CliError;
+use crate::error::{Cause, CliError};
 use crate::registry::Registry;
 use crate::replay::OutcomeSummary;
 use crate::wiring::{self, ConfigSource, ProcessIds, SystemClock, Wiring, build_engine};
@@ -48,7 +48,11 @@ pub(super) async fn run(registry: &Registry, args: EvaluateArgs) -> Result<(), C
         run.summarizer.as_deref(),
     )?;
     let store = open_existing(&db, Access::Write).await?;
-    let (telemetry, guard, _) = wiring::telemetry(run.otlp.request().map_err(CliError::Other)?)?;
+    let (telemetry, guard, _) = wiring::telemetry(
+        run.otlp
+            .request()
+            .map_err(|m| CliError::Other(Cause::new(m)))?,
+    )?;
     init_logging(guard.as_ref());
     let engine = build_engine(
         &wiring,
@@ -66,7 +70,7 @@ pub(super) async fn run(registry: &Registry, args: EvaluateArgs) -> Result<(), C
     }
     print_outcome(&wiring, &key, &outcome, &warnings, run.json)?;
     if let Outcome::StoreFailed { failure } = outcome {
-        return Err(CliError::Database(failure.to_string()));
+        return Err(CliError::database(failure));
     }
     Ok(())
 }
@@ -120,6 +124,7 @@ fn print_outcome(
 async fn scope_warnings(store: &ExistingStore, key: &SessionKey) -> Vec<String> {
     let found = match store {
         ExistingStore::Adk(store) => store.blocking().scoped_user_messages(key).ok(),
+        #[cfg(feature = "postgres")]
         ExistingStore::AdkPostgres(store) => store.scoped_user_messages(key).await.ok(),
         _ => None,
     };

@@ -9,7 +9,7 @@ use compaction_core::{AssembledContext, CompactionEntry, Revision, SessionKey, S
 use super::args::SessionArgs;
 use super::output::{emit, emit_json};
 use crate::database::{Access, Database, DbArg, ExistingStore, file_of, open_existing};
-use crate::error::CliError;
+use crate::error::{Cause, CliError};
 use crate::{render, wiring};
 
 #[derive(Debug, clap::Args)]
@@ -60,11 +60,10 @@ pub(super) async fn run(args: InspectArgs) -> Result<(), CliError> {
     }
     let key = target.key();
     let opened = open_existing(&db, Access::Read).await?;
-    let shown = match (&opened, file) {
-        (ExistingStore::Postgres(store), _) => store.database().to_owned(),
-        (ExistingStore::AdkPostgres(store), _) => store.database().to_owned(),
-        (_, Some(file)) => wiring::shown(file),
-        (_, None) => String::new(),
+    let shown = match (opened.postgres_database(), file) {
+        (Some(database), _) => database.to_owned(),
+        (None, Some(file)) => wiring::shown(file),
+        (None, None) => String::new(),
     };
     let inspected = read(&opened, &key).await?;
     print(&inspected, &key, &shown, check, json)
@@ -73,24 +72,24 @@ pub(super) async fn run(args: InspectArgs) -> Result<(), CliError> {
 /// `--check`: SQLite's full integrity check of the database file (refused for PostgreSQL).
 fn check_file(file: Option<&Path>) -> Result<(), CliError> {
     let Some(file) = file else {
-        return Err(CliError::Input(
+        return Err(CliError::Input(Cause::new(
             "--check runs SQLite's integrity check on a database file; a PostgreSQL \
              database is checked by PostgreSQL itself (leave out --check)"
                 .to_owned(),
-        ));
+        )));
     };
     if !file.exists() {
-        return Err(CliError::Database(format!(
+        return Err(CliError::Database(Cause::new(format!(
             "{}: no such database file",
             wiring::shown(file)
-        )));
+        ))));
     }
-    session_store::check_integrity(file).map_err(|e| CliError::Database(e.to_string()))
+    session_store::check_integrity(file).map_err(CliError::database)
 }
 
 /// Reads what `inspect` shows, the way each store keeps it.
 async fn read(opened: &ExistingStore, key: &SessionKey) -> Result<Inspected, CliError> {
-    let database = |e: session_store::SessionStoreError| CliError::Database(e.to_string());
+    let database = |e: session_store::SessionStoreError| CliError::database(e);
     match opened {
         ExistingStore::Native(store) => {
             // `inspect` runs no engine: the synchronous store serves it directly.
@@ -107,13 +106,15 @@ async fn read(opened: &ExistingStore, key: &SessionKey) -> Result<Inspected, Cli
             let session = store.blocking().get_session(key).map_err(database)?;
             Ok(adk_session(key, &session))
         }
+        #[cfg(feature = "postgres")]
         ExistingStore::AdkPostgres(store) => {
             let session = store.get_session(key).await.map_err(database)?;
             Ok(adk_session(key, &session))
         }
+        #[cfg(feature = "postgres")]
         ExistingStore::Postgres(store) => {
             let header = store.header(key).await.map_err(database)?;
-            let port = |e: compaction_core::StoreError| CliError::Database(e.to_string());
+            let port = |e: compaction_core::StoreError| CliError::database(e);
             Ok(Inspected {
                 events: header.revision.0,
                 revision: header.revision,

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use crate::error::CliError;
+use crate::error::{Cause, CliError};
 use crate::render;
 
 /// Standard output that may fail (a closed pipe, a full disk): the first failure is kept and
@@ -19,7 +19,7 @@ impl<W: Write> Output<W> {
         Output { out, failed: None }
     }
 
-    /// Writes one line for a person ([`emit`]); never fails, see [`Output::failure`].
+    /// Writes one line for a person ([`emit`]); never fails, see [`Output::into_failure`].
     pub(super) fn line(&mut self, line: &str) {
         self.raw(&render::for_terminal(line));
     }
@@ -38,8 +38,8 @@ impl<W: Write> Output<W> {
     }
 
     /// The first write failure, if any.
-    pub(super) fn failure(&self) -> Option<&std::io::Error> {
-        self.failed.as_ref()
+    pub(super) fn into_failure(self) -> Option<std::io::Error> {
+        self.failed
     }
 }
 
@@ -51,5 +51,6 @@ pub(super) fn emit(out: &mut impl Write, line: &str) -> Result<(), CliError> {
 
 /// Writes one line exactly as given (JSON records: serde_json already escapes what JSON must).
 pub(super) fn emit_json(out: &mut impl Write, line: &str) -> Result<(), CliError> {
-    writeln!(out, "{line}").map_err(|e| CliError::Other(format!("cannot write output: {e}")))
+    writeln!(out, "{line}")
+        .map_err(|e| CliError::Other(Cause::with(format!("cannot write output: {e}"), e)))
 }

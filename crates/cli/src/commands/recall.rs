@@ -13,7 +13,7 @@ use compaction_core::{RecallQuery, SessionKey, SessionStore, StoreError};
 
 use super::args::SessionArgs;
 use crate::database::{Access, Database, DbArg, open_existing};
-use crate::error::CliError;
+use crate::error::{Cause, CliError};
 use crate::render;
 
 #[derive(Debug, clap::Args)]
@@ -88,9 +88,9 @@ pub(super) async fn run(args: RecallArgs) -> Result<(), CliError> {
         (_, Some(id), _) => Target::Compaction(id),
         (_, _, Some((a, b))) => Target::Turns(a, b),
         _ => {
-            return Err(CliError::Config(
-                "give --query, --compaction or --turns".into(),
-            ));
+            return Err(CliError::Config(Cause::new(
+                "give --query, --compaction or --turns",
+            )));
         }
     };
     let db = Database::required(args.db, args.db_env)?;
@@ -105,7 +105,7 @@ async fn recall(
     limit: Option<usize>,
     json: bool,
 ) -> Result<(), CliError> {
-    let input = |e: compaction_core::RecallQueryError| CliError::Input(e.to_string());
+    let input = |e: compaction_core::RecallQueryError| CliError::input(e);
     let limit = recall::check_limit(limit).map_err(input)?;
     let query = match &target {
         Target::Query(text) => Some(RecallQuery::parse(text).map_err(input)?),
@@ -113,7 +113,7 @@ async fn recall(
     };
     let store = open_existing(&db, Access::Read).await?.port();
     let store: &dyn SessionStore = &*store;
-    let database = |e: StoreError| CliError::Database(e.to_string());
+    let database = |e: StoreError| CliError::database(e);
     let (hits, searched) = match (&target, query) {
         (Target::Query(_), Some(q)) => {
             (store.search(&key, &q, limit).await.map_err(database)?, true)
@@ -130,11 +130,16 @@ async fn recall(
     };
     let mut out = std::io::stdout().lock();
     let write = |out: &mut std::io::StdoutLock<'_>, line: &str| {
-        writeln!(out, "{line}").map_err(|e| CliError::Other(format!("cannot write output: {e}")))
+        writeln!(out, "{line}")
+            .map_err(|e| CliError::Other(Cause::with(format!("cannot write output: {e}"), e)))
     };
     if json {
-        let text = serde_json::to_string_pretty(&hits)
-            .map_err(|e| CliError::Other(format!("cannot write the hits as JSON: {e}")))?;
+        let text = serde_json::to_string_pretty(&hits).map_err(|e| {
+            CliError::Other(Cause::with(
+                format!("cannot write the hits as JSON: {e}"),
+                e,
+            ))
+        })?;
         return write(&mut out, &text);
     }
     if hits.is_empty() {

@@ -15,14 +15,14 @@ use compaction_core::{SessionKey, SessionStore};
 use super::args::{OtlpArgs, RunArgs};
 use super::output::Output;
 use crate::database::{Database, DbArg, Store};
-use crate::error::CliError;
+use crate::error::{Cause, CliError};
 use crate::registry::Registry;
+use crate::render;
 use crate::replay::{Replay, ReplayError};
 use crate::transcript::{self, TranscriptTurn};
 use crate::wiring::{
     self, ConfigSource, ProcessIds, SystemClock, Wiring, build_engine, init_logging, wire,
 };
-use crate::render;
 
 #[derive(Debug, clap::Args)]
 pub(super) struct ReplayArgs {
@@ -96,8 +96,12 @@ pub(super) async fn replay_turns(
     json: bool,
     otlp: &OtlpArgs,
 ) -> Result<(), CliError> {
-    let tmp = tempfile::tempdir()
-        .map_err(|e| CliError::Other(format!("cannot create a temporary directory: {e}")))?;
+    let tmp = tempfile::tempdir().map_err(|e| {
+        CliError::Other(Cause::with(
+            format!("cannot create a temporary directory: {e}"),
+            e,
+        ))
+    })?;
     let kept = db.is_some();
     let db = db.unwrap_or_else(|| Database::File(tmp.path().join("sessions.db")));
     let opened = Store::open(&db).await?;
@@ -108,7 +112,7 @@ pub(super) async fn replay_turns(
         reopen: opened.reopen_args(&db),
     };
     let (telemetry, guard, span_config) =
-        wiring::telemetry(otlp.request().map_err(CliError::Other)?)?;
+        wiring::telemetry(otlp.request().map_err(|m| CliError::Other(Cause::new(m)))?)?;
     init_logging(guard.as_ref());
     let mut replay = start(&wiring, &opened, telemetry, &key)
         .await?
@@ -124,19 +128,30 @@ pub(super) async fn replay_turns(
     let played = play(&mut replay, &turns, &opened, &key, json, &mut out).await?;
     let compactions = closing(&mut out, &opened.port(), &key, json).await?;
     if played {
-        totals(&mut out, &replay, &key, json, (turns.len(), compactions), &kept).await?;
+        totals(
+            &mut out,
+            &replay,
+            &key,
+            json,
+            (turns.len(), compactions),
+            &kept,
+        )
+        .await?;
     }
     drop(guard);
-    match out.failure() {
+    match out.into_failure() {
         // The output is lost, not the work: the session was finished.
-        Some(e) => Err(CliError::Other(format!(
-            "cannot write output: {e}; the replay went on without it and finished session {key} \
-             ({} turns, {compactions} compactions stored{})",
-            turns.len(),
-            kept.place
-                .as_deref()
-                .map(|p| format!(" in {p}"))
-                .unwrap_or_default()
+        Some(e) => Err(CliError::Other(Cause::with(
+            format!(
+                "cannot write output: {e}; the replay went on without it and finished session \
+                 {key} ({} turns, {compactions} compactions stored{})",
+                turns.len(),
+                kept.place
+                    .as_deref()
+                    .map(|p| format!(" in {p}"))
+                    .unwrap_or_default()
+            ),
+            e,
         ))),
         None => Ok(()),
     }
@@ -153,18 +168,13 @@ async fn start(
     let store = opened.port();
     let clock = Arc::new(SystemClock::default());
     let ids = Arc::new(ProcessIds::default());
-    let engine = build_engine(
-        wiring,
-        store.clone(),
-        clock.clone(),
-        ids.clone(),
-        telemetry,
-    )?;
+    let engine = build_engine(wiring, store.clone(), clock.clone(), ids.clone(), telemetry)?;
     Replay::start(engine, store, clock, ids, key.clone())
         .await
         .map_err(|e| {
-            CliError::Database(format!(
-                "{e} (pick another --session, or leave it out for a new one)"
+            CliError::Database(Cause::with(
+                format!("{e} (pick another --session, or leave it out for a new one)"),
+                e,
             ))
         })
 }
@@ -196,7 +206,7 @@ async fn play(
             }
         };
         if json {
-            out.json(&serde_json::to_string(&record).map_err(|e| CliError::Other(e.to_string()))?);
+            out.json(&serde_json::to_string(&record).map_err(CliError::other)?);
         } else {
             out.line(&render::table_row(&record));
         }
@@ -222,7 +232,10 @@ async fn roll_back(
             "session {key} could not be rolled back ({d}); it holds the turns before turn {turn}"
         ),
     };
-    CliError::Database(format!("turn {turn} of {of}: {e}; {rolled_back}"))
+    CliError::Database(Cause::with(
+        format!("turn {turn} of {of}: {e}; {rolled_back}"),
+        e,
+    ))
 }
 
 /// The text output's closing sections (the assembled context and the compaction history);
@@ -236,13 +249,10 @@ async fn closing(
     let compactions = store
         .compaction_history(key)
         .await
-        .map_err(|e| CliError::Database(e.to_string()))?;
+        .map_err(CliError::database)?;
     if !json {
         // Only the text output shows the context; an uncompacted one is the whole session.
-        let context = store
-            .load_context(key)
-            .await
-            .map_err(|e| CliError::Database(e.to_string()))?;
+        let context = store.load_context(key).await.map_err(CliError::database)?;
         out.line("\nFinal assembled context for the next turn:");
         out.line(render::context(&context, 400).trim_end());
         out.line("\nCompaction history:");
@@ -264,7 +274,7 @@ async fn totals(
     let (without, with) = replay
         .next_prompt_tokens()
         .await
-        .map_err(|e| CliError::Database(e.to_string()))?;
+        .map_err(CliError::database)?;
     let saved = without.saturating_sub(with);
     let pct = if without == 0 {
         0.0

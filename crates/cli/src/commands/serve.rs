@@ -15,9 +15,11 @@ use service::{LaneConfig, Lanes};
 
 use super::args::AdapterArgs;
 use crate::database::{Database, DbArg, Store};
-use crate::error::CliError;
+use crate::error::{Cause, CliError};
 use crate::registry::Registry;
-use crate::wiring::{self, ConfigSource, ProcessIds, SystemClock, build_engine, init_logging, wire};
+use crate::wiring::{
+    self, ConfigSource, ProcessIds, SystemClock, build_engine, init_logging, wire,
+};
 
 #[derive(Debug, clap::Args)]
 pub(super) struct ServeArgs {
@@ -85,15 +87,15 @@ impl LimitArgs {
             if v.is_finite() && v > 0.0 && v <= 86_400.0 {
                 Ok(Duration::from_secs_f64(v))
             } else {
-                Err(CliError::Config(format!(
+                Err(CliError::Config(Cause::new(format!(
                     "--{flag} must be a number of seconds in (0, 86400], got {v}"
-                )))
+                ))))
             }
         };
         if self.max_connections == 0 {
-            return Err(CliError::Config(
+            return Err(CliError::Config(Cause::new(
                 "--max-connections must be at least 1".to_owned(),
-            ));
+            )));
         }
         seconds("open-turn-quiet", self.open_turn_quiet)?;
         let upstream = seconds("upstream-timeout", self.upstream_timeout)?;
@@ -141,9 +143,9 @@ fn access(args: &AccessArgs, addr: SocketAddr) -> Result<(GuardOptions, TokenSou
     for host in &args.allowed_hosts {
         let host = host.trim();
         if host.is_empty() || host.contains(['/', ' ']) {
-            return Err(CliError::Config(format!(
+            return Err(CliError::Config(Cause::new(format!(
                 "--allowed-host must be a host name or address without scheme or path, got {host:?}"
-            )));
+            ))));
         }
         guard = guard.allow_host(host);
     }
@@ -155,9 +157,9 @@ fn access(args: &AccessArgs, addr: SocketAddr) -> Result<(GuardOptions, TokenSou
         match authority {
             Some(a) if !a.is_empty() && !a.contains('/') => guard = guard.cors_origin(origin),
             _ => {
-                return Err(CliError::Config(format!(
+                return Err(CliError::Config(Cause::new(format!(
                     "--cors-origin must be an origin such as http://localhost:3000 (scheme, host, optional port; no path), got {origin:?}"
-                )));
+                ))));
             }
         }
     }
@@ -165,9 +167,9 @@ fn access(args: &AccessArgs, addr: SocketAddr) -> Result<(GuardOptions, TokenSou
         Some(var) => {
             let value = std::env::var(var).unwrap_or_default();
             let token = Token::new(value).ok_or_else(|| {
-                CliError::Config(format!(
+                CliError::Config(Cause::new(format!(
                     "--token-env {var}: the variable must hold a token of letters, digits, `-`, `_`, `.` or `~` (it is unset, empty or holds other characters)"
-                ))
+                )))
             })?;
             (Some(token), TokenSource::Env(var.clone()))
         }
@@ -189,12 +191,16 @@ fn generate_token() -> Result<Token, CliError> {
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
         .map_err(|e| {
-            CliError::Other(format!(
-                "cannot generate an access token from /dev/urandom ({e}): pass --token-env VAR"
+            CliError::Other(Cause::with(
+                format!(
+                    "cannot generate an access token from /dev/urandom ({e}): pass --token-env VAR"
+                ),
+                e,
             ))
         })?;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    Token::new(hex).ok_or_else(|| CliError::Other("generated token was empty".to_owned()))
+    Token::new(hex)
+        .ok_or_else(|| CliError::Other(Cause::new("generated token was empty".to_owned())))
 }
 
 /// The banner's access line.
@@ -214,16 +220,16 @@ fn access_line(guard: &GuardOptions, source: &TokenSource, addr: SocketAddr) -> 
 /// The coordinator's keys, read from the same config file as the adapters' (absent file:
 /// the offline stand-in).
 fn coordinator_config(explicit: Option<PathBuf>) -> Result<CoordinatorConfig, CliError> {
-    let path =
-        config_ssot::ConfigPath::from_env(explicit).map_err(|e| CliError::Config(e.to_string()))?;
+    let path = config_ssot::ConfigPath::from_env(explicit).map_err(CliError::config)?;
     if !path.file().exists() {
         return Ok(CoordinatorConfig::default());
     }
     let shown = wiring::shown(path.file());
     let file = config_ssot::ConfigStore::open(path)
         .load()
-        .map_err(|e| CliError::Config(e.to_string()))?;
-    CoordinatorConfig::from_map(file.raw()).map_err(|e| CliError::Config(format!("{shown}: {e}")))
+        .map_err(CliError::config)?;
+    CoordinatorConfig::from_map(file.raw())
+        .map_err(|e| CliError::Config(Cause::with(format!("{shown}: {e}"), e)))
 }
 
 /// The page's preferences follow the config file (config-ssot creates it with the defaults
@@ -250,13 +256,8 @@ fn watch_settings(server: &Server, explicit: Option<PathBuf>) -> String {
 pub(super) async fn run(registry: &Registry, args: ServeArgs) -> Result<(), CliError> {
     // `--db-env` wins over `--db`'s default (clap refuses both given).
     let db = Database::from_args(Some(args.db.clone()), args.db_env.clone())?
-        .ok_or_else(|| CliError::Other("no database".to_owned()))?;
-    if !(args.max_wait.is_finite() && args.max_wait >= 0.0) {
-        return Err(CliError::Config(format!(
-            "--max-wait must be a number of seconds >= 0, got {}",
-            args.max_wait
-        )));
-    }
+        .ok_or_else(|| CliError::Other(Cause::new("no database")))?;
+    check_max_wait(args.max_wait)?;
     let adapters = &args.adapters;
     let wiring = wire(
         registry,
@@ -268,7 +269,10 @@ pub(super) async fn run(registry: &Registry, args: ServeArgs) -> Result<(), CliE
         std::env::var(name).ok()
     });
     let opened = Store::open(&db).await?;
-    let otlp = adapters.otlp.request().map_err(CliError::Other)?;
+    let otlp = adapters
+        .otlp
+        .request()
+        .map_err(|m| CliError::Other(Cause::new(m)))?;
     let (telemetry, guard, span_config) = wiring::telemetry(otlp)?;
     init_logging(guard.as_ref());
     let clock = Arc::new(SystemClock::default());
@@ -288,12 +292,7 @@ pub(super) async fn run(registry: &Registry, args: ServeArgs) -> Result<(), CliE
     let budget = crate::descriptors::raise();
     let (cap, lowered) = crate::descriptors::connection_cap(args.limits.max_connections, budget);
     let limits = args.limits.limits(cap)?;
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
-        .map_err(|e| CliError::Other(format!("cannot listen on {}: {e}", args.addr)))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| CliError::Other(e.to_string()))?;
+    let (listener, addr) = bind(args.addr).await?;
     let server = Server::new(
         opened.port(),
         lanes,
@@ -321,9 +320,29 @@ pub(super) async fn run(registry: &Registry, args: ServeArgs) -> Result<(), CliE
     let drained = server
         .serve(listener, shutdown_signal())
         .await
-        .map_err(|e| CliError::Other(format!("server failed: {e}")))?;
+        .map_err(|e| CliError::Other(Cause::with(format!("server failed: {e}"), e)))?;
     // The span exporter (`guard`) flushes after the last line, when this returns.
     stopped(drained)
+}
+
+/// `--max-wait`: a number of seconds, at least 0.
+fn check_max_wait(seconds: f64) -> Result<(), CliError> {
+    if seconds.is_finite() && seconds >= 0.0 {
+        return Ok(());
+    }
+    Err(CliError::Config(Cause::new(format!(
+        "--max-wait must be a number of seconds >= 0, got {seconds}"
+    ))))
+}
+
+/// Listens on `addr`; the listener and the address it got (the port, when `addr` asked for
+/// any).
+async fn bind(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), CliError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| CliError::Other(Cause::with(format!("cannot listen on {addr}: {e}"), e)))?;
+    let bound = listener.local_addr().map_err(CliError::other)?;
+    Ok((listener, bound))
 }
 
 /// Closes the turns a crash left without a reply, in sessions with no append for `quiet`
@@ -351,10 +370,10 @@ fn stopped(drained: bool) -> Result<(), CliError> {
         eprintln!("stopped: every turn and evaluation ended");
         Ok(())
     } else {
-        Err(CliError::Other(
+        Err(CliError::Other(Cause::new(
             "stopped before every turn and evaluation ended (the --grace period passed): running \
              replies were stored as partial, nothing half-written was stored"
                 .to_owned(),
-        ))
+        )))
     }
 }

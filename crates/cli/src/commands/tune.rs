@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::args::SessionArgs;
 use super::output::emit;
-use crate::error::CliError;
+use crate::error::{Cause, CliError};
 use crate::{shadow, wiring};
 
 #[derive(Debug, clap::Args)]
@@ -30,9 +30,9 @@ pub(super) struct TuneArgs {
 pub(super) fn run(args: &TuneArgs) -> Result<(), CliError> {
     let precision = args.precision;
     if !(0.0..=1.0).contains(&precision) {
-        return Err(CliError::Input(format!(
+        return Err(CliError::Input(Cause::new(format!(
             "--precision must be a number in [0, 1], got {precision}"
-        )));
+        ))));
     }
     let decisions = super::decisions::recorded(&args.target, &args.db)?;
     let labels = shadow::read_labels(&args.labels)?;
