@@ -312,6 +312,22 @@ mod tests {
         assert_eq!(offenders(before, forbidden), ["hyper", "reqwest", "rustls"]);
     }
 
+    /// What cli's tree held before its `postgres` feature: the driver by way of session-store.
+    #[test]
+    fn the_cli_fence_refuses_the_postgres_driver() {
+        let (_, args, forbidden, _) = super::FENCES
+            .iter()
+            .find(|(package, ..)| *package == "adaptive-compaction-cli")
+            .expect("a cli fence");
+        assert_eq!(*args, ["--no-default-features"]);
+        let before = "adaptive-compaction-cli v0.1.0\nadaptive-compaction-session-store v0.1.0\n\
+                      tokio-postgres v0.7.18\ndeadpool-postgres v0.14.2\npostgres-types v0.2\n";
+        assert_eq!(
+            offenders(before, forbidden),
+            ["deadpool-postgres", "tokio-postgres"]
+        );
+    }
+
     /// The workspace as it is keeps every feature fence (xtask without reqwest, the offline
     /// adapters without an HTTP client, the span adapter without the SDK, the core pure).
     #[test]

@@ -80,6 +80,7 @@ pub(crate) enum Database {
     /// A PostgreSQL database.
     Postgres {
         /// The connection string.
+        #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
         url: ConnectionString,
         /// `--db-env VAR`: the variable it was read from (`None`: `--db URL`).
         env: Option<String>,

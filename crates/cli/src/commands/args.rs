@@ -5,22 +5,16 @@ use std::path::PathBuf;
 
 use compaction_core::SessionKey;
 
-use crate::wiring;
+use crate::database::{Database, DbArg};
+use crate::error::CliError;
+use crate::registry::Registry;
+use crate::wiring::{self, ConfigSource, Wiring};
 
 /// The flags of a command that runs the engine once per turn (`replay`, `evaluate`).
 #[derive(Debug, clap::Args)]
 pub(super) struct RunArgs {
-    /// Decision adapter, a registered name: auto, decisions, openai-decisions, chat-logprobs,
-    /// offline, or one the binary added (overrides the config file's decision_adapter).
-    #[arg(long)]
-    pub(super) decision: Option<String>,
-    /// Summarizer adapter, a registered name: auto, chat, offline, or one the binary added
-    /// (overrides the config file's summarizer_adapter).
-    #[arg(long)]
-    pub(super) summarizer: Option<String>,
-    /// The config file (default: the resolved zocrates_config.json, when it exists).
-    #[arg(long, value_name = "PATH")]
-    pub(super) config: Option<PathBuf>,
+    #[command(flatten)]
+    pub(super) adapters: AdapterArgs,
     /// Print JSON records instead of text.
     #[arg(long)]
     pub(super) json: bool,
@@ -61,7 +55,7 @@ impl OtlpArgs {
     }
 }
 
-/// The adapter flags of `serve` (its output is the service's, so it has no `--json`).
+/// The adapters a command builds and the config file it reads (`replay`, `evaluate`, `serve`).
 #[derive(Debug, clap::Args)]
 pub(super) struct AdapterArgs {
     /// Decision adapter, a registered name: auto, decisions, openai-decisions, chat-logprobs,
@@ -75,8 +69,38 @@ pub(super) struct AdapterArgs {
     /// The config file (default: the resolved zocrates_config.json, when it exists).
     #[arg(long, value_name = "PATH")]
     pub(super) config: Option<PathBuf>,
-    #[command(flatten)]
-    pub(super) otlp: OtlpArgs,
+}
+
+impl AdapterArgs {
+    /// Reads the settings and builds the adapters the flags and the config file name.
+    pub(super) fn wire(&self, registry: &Registry) -> Result<Wiring, CliError> {
+        wiring::wire(
+            registry,
+            ConfigSource::Resolve(self.config.clone()),
+            self.decision.as_deref(),
+            self.summarizer.as_deref(),
+        )
+    }
+}
+
+/// The database a reading command opens (`inspect`, `recall`): never written.
+#[derive(Debug, clap::Args)]
+pub(super) struct ReadDbArgs {
+    /// Database: a SQLite file or a PostgreSQL URL postgres://user@host:port/dbname
+    /// (read-only: nothing is written).
+    #[arg(long, value_name = "PATH|URL", value_parser = crate::database::parse_db, required_unless_present = "db_env")]
+    db: Option<DbArg>,
+    /// Read the PostgreSQL URL from the environment variable VAR (for a URL that holds a
+    /// password).
+    #[arg(long, value_name = "VAR", conflicts_with = "db")]
+    db_env: Option<String>,
+}
+
+impl ReadDbArgs {
+    /// The database the flags name.
+    pub(super) fn database(self) -> Result<Database, CliError> {
+        Database::required(self.db, self.db_env)
+    }
 }
 
 /// Which stored session a command works on.

@@ -12,8 +12,7 @@ use crate::database::{Access, Database, DbArg, ExistingStore, open_existing};
 use crate::error::{Cause, CliError};
 use crate::registry::Registry;
 use crate::replay::OutcomeSummary;
-use crate::wiring::{self, ConfigSource, ProcessIds, SystemClock, Wiring, build_engine};
-use crate::wiring::{init_logging, wire};
+use crate::wiring::{self, ProcessIds, SystemClock, Wiring, build_engine, init_logging};
 
 #[derive(Debug, clap::Args)]
 pub(super) struct EvaluateArgs {
@@ -41,12 +40,7 @@ pub(super) async fn run(registry: &Registry, args: EvaluateArgs) -> Result<(), C
         target,
     } = args;
     let db = Database::required(db, db_env)?;
-    let wiring = wire(
-        registry,
-        ConfigSource::Resolve(run.config.clone()),
-        run.decision.as_deref(),
-        run.summarizer.as_deref(),
-    )?;
+    let wiring = run.adapters.wire(registry)?;
     let store = open_existing(&db, Access::Write).await?;
     let (telemetry, guard, _) = wiring::telemetry(
         run.otlp

@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
-use compaction_core::{AssembledContext, CompactionEntry, Revision, SessionKey, SessionStore};
+use compaction_core::{AssembledContext, CompactionEntry, Revision, SessionKey};
 
-use super::args::SessionArgs;
+use super::args::{ReadDbArgs, SessionArgs};
 use super::output::{emit, emit_json};
-use crate::database::{Access, Database, DbArg, ExistingStore, file_of, open_existing};
+use crate::database::{Access, ExistingStore, file_of, open_existing};
 use crate::error::{Cause, CliError};
 use crate::{render, wiring};
 
@@ -23,14 +23,8 @@ pub(super) struct InspectArgs {
     /// assembled context) instead of text.
     #[arg(long)]
     json: bool,
-    /// Database: a SQLite file or a PostgreSQL URL postgres://user@host:port/dbname
-    /// (read-only: nothing is written).
-    #[arg(long, value_name = "PATH|URL", value_parser = crate::database::parse_db, required_unless_present = "db_env")]
-    db: Option<DbArg>,
-    /// Read the PostgreSQL URL from the environment variable VAR (for a URL that holds a
-    /// password).
-    #[arg(long, value_name = "VAR", conflicts_with = "db")]
-    db_env: Option<String>,
+    #[command(flatten)]
+    db: ReadDbArgs,
 }
 
 /// What `inspect` shows of a session.
@@ -51,9 +45,8 @@ pub(super) async fn run(args: InspectArgs) -> Result<(), CliError> {
         check,
         json,
         db,
-        db_env,
     } = args;
-    let db = Database::required(db, db_env)?;
+    let db = db.database()?;
     let file = file_of(&db);
     if check {
         check_file(file)?;
@@ -118,10 +111,10 @@ async fn read(opened: &ExistingStore, key: &SessionKey) -> Result<Inspected, Cli
             Ok(Inspected {
                 events: header.revision.0,
                 revision: header.revision,
-                compactions: SessionStore::compaction_history(&**store, key)
+                compactions: compaction_core::SessionStore::compaction_history(&**store, key)
                     .await
                     .map_err(port)?,
-                context: SessionStore::load_context(&**store, key)
+                context: compaction_core::SessionStore::load_context(&**store, key)
                     .await
                     .map_err(port)?,
             })

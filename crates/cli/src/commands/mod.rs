@@ -70,14 +70,11 @@ impl Command {
     fn adapters(&self) -> Option<(Option<&str>, Option<&str>)> {
         match self {
             Command::Replay(replay::ReplayArgs { run, .. })
-            | Command::Evaluate(evaluate::EvaluateArgs { run, .. }) => {
-                Some((run.decision.as_deref(), run.summarizer.as_deref()))
-            }
-            Command::Serve(serve::ServeArgs { adapters, .. }) => {
-                Some((adapters.decision.as_deref(), adapters.summarizer.as_deref()))
-            }
+            | Command::Evaluate(evaluate::EvaluateArgs { run, .. }) => Some(&run.adapters),
+            Command::Serve(serve::ServeArgs { adapters, .. }) => Some(adapters),
             _ => None,
         }
+        .map(|a| (a.decision.as_deref(), a.summarizer.as_deref()))
     }
 
     /// The OTLP flags of a command that runs the engine.
@@ -85,7 +82,7 @@ impl Command {
         match self {
             Command::Replay(replay::ReplayArgs { run, .. })
             | Command::Evaluate(evaluate::EvaluateArgs { run, .. }) => Some(&run.otlp),
-            Command::Serve(serve::ServeArgs { adapters, .. }) => Some(&adapters.otlp),
+            Command::Serve(serve::ServeArgs { otlp, .. }) => Some(otlp),
             _ => None,
         }
     }

@@ -11,8 +11,8 @@ use std::io::Write;
 use compaction_core::recall::{self, RecallHit};
 use compaction_core::{RecallQuery, SessionKey, SessionStore, StoreError};
 
-use super::args::SessionArgs;
-use crate::database::{Access, Database, DbArg, open_existing};
+use super::args::{ReadDbArgs, SessionArgs};
+use crate::database::{Access, Database, open_existing};
 use crate::error::{Cause, CliError};
 use crate::render;
 
@@ -29,14 +29,8 @@ pub(super) struct RecallArgs {
     /// covered_by}` instead of the listing.
     #[arg(long)]
     json: bool,
-    /// Database: a SQLite file or a PostgreSQL URL postgres://user@host:port/dbname
-    /// (read-only: nothing is written).
-    #[arg(long, value_name = "PATH|URL", value_parser = crate::database::parse_db, required_unless_present = "db_env")]
-    db: Option<DbArg>,
-    /// Read the PostgreSQL URL from the environment variable VAR (for a URL that holds a
-    /// password).
-    #[arg(long, value_name = "VAR", conflicts_with = "db")]
-    db_env: Option<String>,
+    #[command(flatten)]
+    db: ReadDbArgs,
 }
 
 /// What `recall` brings back: exactly one of a search, a compaction or a turn range.
@@ -93,7 +87,7 @@ pub(super) async fn run(args: RecallArgs) -> Result<(), CliError> {
             )));
         }
     };
-    let db = Database::required(args.db, args.db_env)?;
+    let db = args.db.database()?;
     recall(key, db, target, args.limit, args.json).await
 }
 

@@ -20,9 +20,7 @@ use crate::registry::Registry;
 use crate::render;
 use crate::replay::{Replay, ReplayError};
 use crate::transcript::{self, TranscriptTurn};
-use crate::wiring::{
-    self, ConfigSource, ProcessIds, SystemClock, Wiring, build_engine, init_logging, wire,
-};
+use crate::wiring::{self, ProcessIds, SystemClock, Wiring, build_engine, init_logging};
 
 #[derive(Debug, clap::Args)]
 pub(super) struct ReplayArgs {
@@ -54,12 +52,7 @@ pub(super) async fn run(registry: &Registry, args: ReplayArgs) -> Result<(), Cli
     } = args;
     let db = Database::from_args(db, db_env)?;
     let turns = read_transcript(&file)?;
-    let wiring = wire(
-        registry,
-        ConfigSource::Resolve(run.config.clone()),
-        run.decision.as_deref(),
-        run.summarizer.as_deref(),
-    )?;
+    let wiring = run.adapters.wire(registry)?;
     let id = session.unwrap_or_else(|| format!("replay-{}", wiring::run_id()));
     let key = SessionKey::new("zocrates", "replay", id);
     replay_turns(wiring, turns, db, key, run.json, &run.otlp).await

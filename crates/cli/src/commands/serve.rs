@@ -13,13 +13,11 @@ use service::http::{
 };
 use service::{LaneConfig, Lanes};
 
-use super::args::AdapterArgs;
+use super::args::{AdapterArgs, OtlpArgs};
 use crate::database::{Database, DbArg, Store};
 use crate::error::{Cause, CliError};
 use crate::registry::Registry;
-use crate::wiring::{
-    self, ConfigSource, ProcessIds, SystemClock, build_engine, init_logging, wire,
-};
+use crate::wiring::{self, ProcessIds, SystemClock, build_engine, init_logging};
 
 #[derive(Debug, clap::Args)]
 pub(super) struct ServeArgs {
@@ -36,6 +34,8 @@ pub(super) struct ServeArgs {
     db_env: Option<String>,
     #[command(flatten)]
     pub(super) adapters: AdapterArgs,
+    #[command(flatten)]
+    pub(super) otlp: OtlpArgs,
     /// The largest chat message accepted, in bytes (larger: 413).
     #[arg(long, value_name = "BYTES", default_value_t = service::http::DEFAULT_MAX_MESSAGE_BYTES)]
     max_message_bytes: usize,
@@ -259,17 +259,12 @@ pub(super) async fn run(registry: &Registry, args: ServeArgs) -> Result<(), CliE
         .ok_or_else(|| CliError::Other(Cause::new("no database")))?;
     check_max_wait(args.max_wait)?;
     let adapters = &args.adapters;
-    let wiring = wire(
-        registry,
-        ConfigSource::Resolve(adapters.config.clone()),
-        adapters.decision.as_deref(),
-        adapters.summarizer.as_deref(),
-    )?;
+    let wiring = adapters.wire(registry)?;
     let coordinator = select_coordinator(&coordinator_config(adapters.config.clone())?, |name| {
         std::env::var(name).ok()
     });
     let opened = Store::open(&db).await?;
-    let otlp = adapters
+    let otlp = args
         .otlp
         .request()
         .map_err(|m| CliError::Other(Cause::new(m)))?;
