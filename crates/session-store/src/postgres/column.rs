@@ -2,13 +2,16 @@
 //! another type (a column altered by hand, a schema this build does not know) or an unexpected
 //! NULL is [`SessionStoreError::PostgresColumn`], naming the column, its PostgreSQL type and
 //! the type expected, where `Row::get` would panic. Every read of a row in this module goes
-//! through [`PostgresStore::column`].
+//! through [`PostgresStore::column`], the session header row's through
+//! [`PostgresStore::session_row`].
 
+use compaction_core::history::{OpenTurn, TurnTracker};
 use tokio_postgres::Row;
 use tokio_postgres::types::FromSql;
 
 use crate::error::SessionStoreError;
 use crate::postgres::PostgresStore;
+use crate::row::{LiveRef, SessionRow};
 
 /// What a call was doing, named only when a failure needs it.
 pub(crate) type Operation<'a> = &'a (dyn Fn() -> String + Sync);
@@ -41,6 +44,33 @@ impl PostgresStore {
         doing: impl Doing,
     ) -> Result<T, SessionStoreError> {
         read_column(&self.database, row, index, doing)
+    }
+}
+
+impl PostgresStore {
+    /// Reads a row selected with [`HEADER_COLUMNS`].
+    pub(crate) fn session_row(
+        &self,
+        row: &Row,
+        doing: impl Doing + Copy,
+    ) -> Result<SessionRow, SessionStoreError> {
+        let live_seq: Option<i64> = self.column(row, 5, doing)?;
+        let live_start: Option<f64> = self.column(row, 6, doing)?;
+        let live_end: Option<f64> = self.column(row, 7, doing)?;
+        let live = match (live_seq, live_start, live_end) {
+            (Some(seq), Some(start), Some(end)) => Some(LiveRef { seq, start, end }),
+            _ => None,
+        };
+        Ok(SessionRow {
+            pk: self.column(row, 0, doing)?,
+            revision: self.column::<i64>(row, 1, doing)?.unsigned_abs(),
+            tracker: TurnTracker {
+                closed: self.column::<i64>(row, 2, doing)?.unsigned_abs(),
+                open: OpenTurn::from_code(self.column(row, 3, doing)?),
+            },
+            prompt_tokens: self.column::<Option<i64>>(row, 4, doing)?.map(|t| t as u64),
+            live,
+        })
     }
 }
 

@@ -51,15 +51,13 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use compaction_core::history::{OpenTurn, TurnTracker};
 use compaction_core::{Event, FailureKind, SessionKey};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
 use serde_json::{Map, Value};
+use tokio_postgres::NoTls;
 use tokio_postgres::config::Host;
-use tokio_postgres::{NoTls, Row};
 
 use crate::error::SessionStoreError;
-use crate::row::{LiveRef, SessionRow};
 
 pub use adk::{ADK_DEFAULT_SCHEMA, AdkPostgresStore};
 pub use adk_detect::{
@@ -467,7 +465,7 @@ impl PostgresStore {
     }
 }
 
-/// The header columns, in the order [`PostgresStore::session_row`] reads them.
+/// The header columns, in the order `PostgresStore::session_row` (module `column`) reads them.
 pub(crate) const HEADER_COLUMNS: &str =
     "pk, revision, closed_turns, open_turn, prompt_tokens, live_seq, live_start, live_end";
 
@@ -475,33 +473,6 @@ pub(crate) const HEADER_COLUMNS: &str =
 pub(crate) const SESSION_ROW: &str = "SELECT pk, revision, closed_turns, open_turn, prompt_tokens, \
      live_seq, live_start, live_end FROM sessions \
      WHERE app_name = $1 AND user_id = $2 AND session_id = $3";
-
-impl PostgresStore {
-    /// Reads a row selected with [`HEADER_COLUMNS`].
-    pub(crate) fn session_row(
-        &self,
-        row: &Row,
-        doing: impl column::Doing + Copy,
-    ) -> Result<SessionRow, SessionStoreError> {
-        let live_seq: Option<i64> = self.column(row, 5, doing)?;
-        let live_start: Option<f64> = self.column(row, 6, doing)?;
-        let live_end: Option<f64> = self.column(row, 7, doing)?;
-        let live = match (live_seq, live_start, live_end) {
-            (Some(seq), Some(start), Some(end)) => Some(LiveRef { seq, start, end }),
-            _ => None,
-        };
-        Ok(SessionRow {
-            pk: self.column(row, 0, doing)?,
-            revision: self.column::<i64>(row, 1, doing)?.unsigned_abs(),
-            tracker: TurnTracker {
-                closed: self.column::<i64>(row, 2, doing)?.unsigned_abs(),
-                open: OpenTurn::from_code(self.column(row, 3, doing)?),
-            },
-            prompt_tokens: self.column::<Option<i64>>(row, 4, doing)?.map(|t| t as u64),
-            live,
-        })
-    }
-}
 
 impl SessionStoreError {
     /// A driver error, classified: a lost or refused connection is `transport`, a lock or
