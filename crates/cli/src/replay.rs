@@ -159,10 +159,30 @@ pub struct Replay<S: SessionStore + ?Sized> {
 /// grow with the session.
 pub const RESEARCH_WINDOW_TURNS: usize = 96;
 
-/// A replay failure that stops the run (the store could not be written).
+/// A replay failure that stops the run (the store could not be read or written), with the
+/// store's failure as its [`source`](std::error::Error::source).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ReplayError(pub String);
+#[error("{message}")]
+pub struct ReplayError {
+    message: String,
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+impl ReplayError {
+    /// `source`, shown as `message`.
+    fn new(message: String, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ReplayError {
+            message,
+            source: Box::new(source),
+        }
+    }
+
+    /// The store's error, shown as itself.
+    fn store(error: compaction_core::StoreError) -> Self {
+        ReplayError::new(error.to_string(), error)
+    }
+}
 
 impl<S: SessionStore + ?Sized> Replay<S> {
     /// Creates the session and prepares to replay.
@@ -176,7 +196,7 @@ impl<S: SessionStore + ?Sized> Replay<S> {
         let revision = store
             .create_session(&key, Map::new())
             .await
-            .map_err(|e| ReplayError(e.to_string()))?
+            .map_err(ReplayError::store)?
             .revision;
         Ok(Replay {
             engine,
@@ -243,13 +263,13 @@ impl<S: SessionStore + ?Sized> Replay<S> {
                 .store
                 .append(&self.key, self.revision, event)
                 .await
-                .map_err(|e| ReplayError(e.to_string()))?;
+                .map_err(ReplayError::store)?;
         }
         let snapshot = self
             .store
             .gate_snapshot(&self.key)
             .await
-            .map_err(|e| ReplayError(e.to_string()))?
+            .map_err(ReplayError::store)?
             .input;
         // OpenInference's turn span (CHAIN, session.id, user.id, the user's message in, the
         // record out), so that Phoenix lists the turn and nests both compaction spans under it.
@@ -267,7 +287,10 @@ impl<S: SessionStore + ?Sized> Replay<S> {
         }
         // The model failures fail open; a store that cannot be read or written stops the run.
         if let Outcome::StoreFailed { failure } = &outcome {
-            return Err(ReplayError(format!("turn {n}: {failure}")));
+            return Err(ReplayError::new(
+                format!("turn {n}: {failure}"),
+                failure.clone(),
+            ));
         }
         let record = record(
             n,

@@ -109,6 +109,8 @@ pub mod adk;
 mod adk_shape;
 #[cfg(feature = "sqlite")]
 mod append;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod append_plan;
 #[cfg(feature = "sqlite")]
 mod context;
 #[cfg(feature = "sqlite")]
