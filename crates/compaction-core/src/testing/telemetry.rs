@@ -136,6 +136,12 @@ impl SteppingClock {
         }
     }
 
+    /// The timestamp the next [`Clock::now`] returns, without advancing the clock.
+    pub fn peek(&self) -> Timestamp {
+        let s = self.seconds.load(Ordering::SeqCst);
+        Timestamp::new(s as f64).unwrap_or(Timestamp::EPOCH)
+    }
+
     /// Every `sleep` completes at once, so any adapter call that is not ready when first
     /// polled misses its deadline: for tests of adapters that never answer.
     pub fn expiring_deadlines(mut self) -> Self {
