@@ -47,6 +47,7 @@ use compaction_core::{
 
 mod budget;
 mod correct;
+mod terse;
 
 use budget::{condense, dedupe};
 use correct::apply_corrections;
@@ -249,7 +250,10 @@ impl OfflineSummarizer {
         (text, receipt)
     }
 
-    /// Drops lines until the summary fits the budget; the summary and the findings dropped.
+    /// Fits the summary to the budget, the cheapest loss first: prose lines, then shorter
+    /// question headings, the bibliography without titles and terse finding lines
+    /// ([`terse`]), and only then whole findings ([`condense`]). Returns the summary and the
+    /// findings dropped.
     fn fit(
         &self,
         topics: &mut Vec<Topic>,
@@ -263,14 +267,36 @@ impl OfflineSummarizer {
         } else {
             section.chars().count() + 2
         };
+        let mut dropped = Vec::new();
+        let mut titles = true;
+        let whole = |topics: &[Topic], titles: bool| {
+            let prose = render_topics(topics);
+            let sources = bibliography::render(SOURCES_HEADING, ledger.entries(), &prose, titles);
+            prose.chars().count() + section_chars + sources.chars().count() + 2 + NOTE_RESERVE
+        };
+        if whole(topics, titles) > budget_chars {
+            drop_prose(topics, &mut dropped);
+        }
+        if whole(topics, titles) > budget_chars {
+            terse::shorten_headings(topics);
+        }
+        if whole(topics, titles) > budget_chars {
+            titles = false;
+        }
+        if whole(topics, titles) > budget_chars {
+            terse::shorten_findings(topics);
+        }
         // The bibliography with every line kept; lines dropped from the prose can move
         // citations into its `Also cited` line, so the prose target shrinks by any overshoot.
-        let bibliography_chars =
-            bibliography::render(SOURCES_HEADING, ledger.entries(), &render_topics(topics))
-                .chars()
-                .count();
+        let bibliography_chars = bibliography::render(
+            SOURCES_HEADING,
+            ledger.entries(),
+            &render_topics(topics),
+            titles,
+        )
+        .chars()
+        .count();
         let mut prose_budget = budget_chars.saturating_sub(bibliography_chars + section_chars + 2);
-        let mut dropped = Vec::new();
         let mut text;
         loop {
             let now = condense(
@@ -292,12 +318,14 @@ impl OfflineSummarizer {
                     dropped.len()
                 ));
             }
-            let sources = bibliography::render(SOURCES_HEADING, ledger.entries(), &prose);
+            let sources = bibliography::render(SOURCES_HEADING, ledger.entries(), &prose, titles);
             text = if sources.is_empty() {
                 prose
             } else {
                 format!("{prose}\n\n{sources}")
             };
+            // What the citation ledger would carry forward counts against the budget too.
+            text = ledger.reconcile(&text);
             let overshoot = text.chars().count().saturating_sub(budget_chars);
             // Over the budget: shrink the prose target by the overshoot while lines still go.
             if overshoot == 0 || (now == 0 && prose_budget == 0) {
@@ -315,6 +343,17 @@ impl OfflineSummarizer {
             .map(|l| l.text)
             .collect();
         (text, findings)
+    }
+}
+
+/// Drops the lines that state no fact (prose), pinned lines aside.
+fn drop_prose(topics: &mut [Topic], dropped: &mut Vec<Line>) {
+    for topic in topics.iter_mut() {
+        let (gone, kept): (Vec<Line>, Vec<Line>) = std::mem::take(&mut topic.lines)
+            .into_iter()
+            .partition(|l| l.rank == Rank::Prose);
+        topic.lines = kept;
+        dropped.extend(gone);
     }
 }
 
