@@ -49,7 +49,7 @@ use compaction_core::{
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use session_store::SqliteStore;
-use summarizer::{AdapterChoice, SummarizerConfig, build_summarizer};
+use summarizer::{SummarizerAdapter, SummarizerConfig, build_summarizer};
 
 use crate::summary_checks;
 
@@ -63,7 +63,7 @@ struct Args {
     tuned: Vec<String>,
     /// Where to write each run's last summary (`--dump DIR`), for reading.
     dump: Option<PathBuf>,
-    adapter: AdapterChoice,
+    adapter: SummarizerAdapter,
     config: Option<PathBuf>,
     canary: bool,
     verbose: bool,
@@ -75,7 +75,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         more_sessions: Vec::new(),
         tuned: Vec::new(),
         dump: None,
-        adapter: AdapterChoice::Offline,
+        adapter: SummarizerAdapter::Offline,
         config: None,
         canary: false,
         verbose: false,
@@ -102,9 +102,9 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--summarizer" => {
                 let v = value()?;
                 parsed.adapter = match v.as_str() {
-                    "offline" => AdapterChoice::Offline,
-                    "chat" => AdapterChoice::Chat,
-                    "auto" => AdapterChoice::Auto,
+                    "offline" => SummarizerAdapter::Offline,
+                    "chat" => SummarizerAdapter::Chat,
+                    "auto" => SummarizerAdapter::Auto,
                     _ => {
                         return Err(format!(
                             "--summarizer must be offline, chat or auto, got {v}\n{USAGE}"
@@ -442,7 +442,7 @@ async fn replay(
     let effective = settings.effective().map_err(|e| e.to_string())?;
     let selected = build_summarizer(&effective, config, decision_client::process_env).map_err(
         |e| match e {
-            summarizer::FactoryError::NotBuilt { .. } => format!(
+            summarizer::SummarizerFactoryError::NotBuilt { .. } => format!(
                 "{e}; for the chat summarizer run \
                  `cargo run -p xtask --features remote -- eval-summary ...`"
             ),

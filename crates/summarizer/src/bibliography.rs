@@ -23,11 +23,11 @@ use crate::citation::{self, Citation, CitationKind};
 use crate::text::cut;
 
 /// Longest title kept in a compact entry, in characters.
-pub const MAX_TITLE_CHARS: usize = 80;
+pub(crate) const MAX_TITLE_CHARS: usize = 80;
 /// Between two items of the `Also cited` line (entries may hold `; ` themselves).
-pub const ALSO_SEPARATOR: &str = " · ";
+pub(crate) const ALSO_SEPARATOR: &str = " · ";
 /// The start of the line that lists the sources no kept finding cites.
-pub const ALSO_CITED: &str = "Also cited (no finding kept above):";
+pub(crate) const ALSO_CITED: &str = "Also cited (no finding kept above):";
 
 static YEAR_IN_PARENS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\(((?:19|20)\d{2}[a-z]?)\)").expect("the pattern is valid"));

@@ -41,8 +41,8 @@ use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 use compaction_core::{
-    AdapterError, CharsPerToken, DropReason, DroppedFinding, ModelInfo, Receipt, Summarizer,
-    Summary, SummaryRequest, TokenEstimator, TurnDigest,
+    AdapterError, DropReason, DroppedFinding, ModelInfo, Receipt, Summarizer, Summary,
+    SummaryRequest, TurnDigest,
 };
 
 mod budget;
@@ -61,13 +61,13 @@ use crate::supersede::{self, NewTurn};
 use crate::text::{collapse, cut, sentences};
 
 /// The summary's first line.
-pub const TITLE: &str = "## Comprehensive Conversation Summary";
+pub(crate) const TITLE: &str = "## Comprehensive Conversation Summary";
 /// The heading of the sources section.
-pub const SOURCES_HEADING: &str = "## Cited Sources";
+pub(crate) const SOURCES_HEADING: &str = "## Cited Sources";
 /// The model name reported.
-pub const MODEL_NAME: &str = "offline-extractive";
+pub(crate) const MODEL_NAME: &str = "offline-extractive";
 /// The smallest budget, in tokens.
-pub const MIN_BUDGET_TOKENS: usize = 200;
+pub(crate) const MIN_BUDGET_TOKENS: usize = 200;
 
 const TOPIC_PREFIX: &str = "### ";
 const QUESTION_PREFIX: &str = "### Q: ";
@@ -181,7 +181,7 @@ pub struct OfflineSummarizer {
 
 impl OfflineSummarizer {
     /// A summarizer whose summaries stay within `budget_tokens` tokens (characters / 4; at
-    /// least [`MIN_BUDGET_TOKENS`]) whenever the bibliography leaves room for it.
+    /// least 200) whenever the bibliography leaves room for it.
     pub fn new(budget_tokens: usize) -> Self {
         OfflineSummarizer {
             budget_tokens: budget_tokens.max(MIN_BUDGET_TOKENS),
@@ -513,11 +513,6 @@ fn parse_previous(previous: &str) -> (Vec<Topic>, Vec<Entry>) {
     (topics, entries)
 }
 
-/// The summary's estimated tokens (the core's estimator).
-pub fn tokens(text: &str) -> usize {
-    CharsPerToken.estimate(text)
-}
-
 #[async_trait]
 impl Summarizer for OfflineSummarizer {
     fn info(&self) -> ModelInfo {
@@ -534,7 +529,13 @@ impl Summarizer for OfflineSummarizer {
 
 #[cfg(test)]
 mod tests {
+    use compaction_core::{CharsPerToken, TokenEstimator};
+
     use super::*;
+
+    fn tokens(text: &str) -> usize {
+        CharsPerToken.estimate(text)
+    }
 
     fn turn(user: &str, assistant: &str, synthesis: &str) -> TurnDigest {
         TurnDigest {

@@ -96,16 +96,14 @@ fn clauses(body: &str) -> Vec<(&str, &str)> {
             ')' | ']' => depth -= 1,
             _ => {}
         }
-        if depth == 0 {
-            if let Some(sep) = SEPARATORS.iter().find(|s| body[i..].starts_with(**s)) {
-                let after = &body[i + sep.len()..];
-                // `Smith et al., 2020` and `2, 3` are not clause ends.
-                if !after.starts_with(|c: char| c.is_ascii_digit()) {
-                    out.push((&body[start..i], *sep));
-                    i += sep.len();
-                    start = i;
-                    continue;
-                }
+        let separator = SEPARATORS.iter().find(|s| body[i..].starts_with(**s));
+        if let (0, Some(sep)) = (depth, separator) {
+            // `Smith et al., 2020` and `2, 3` are not clause ends.
+            if !body[i + sep.len()..].starts_with(|c: char| c.is_ascii_digit()) {
+                out.push((&body[start..i], *sep));
+                i += sep.len();
+                start = i;
+                continue;
             }
         }
         i += c.len_utf8();
@@ -127,9 +125,7 @@ pub(super) fn terse(text: &str, stated: &BTreeSet<String>) -> Option<String> {
     let keep: Vec<bool> = parts
         .iter()
         .enumerate()
-        .map(|(i, (c, _))| {
-            i == 0 || !facts(c).is_subset(stated) || QUALIFIES.is_match(c)
-        })
+        .map(|(i, (c, _))| i == 0 || !facts(c).is_subset(stated) || QUALIFIES.is_match(c))
         .collect();
     if keep.iter().all(|k| *k) {
         return None;
@@ -165,14 +161,18 @@ mod tests {
                     by 14.6 kg per tree (Marlow & Eze 2019), a gain seen in every block.";
         assert_eq!(
             terse(line, &none).as_deref(),
-            Some("- Orchard thinning … raised apple yield by 14.6 kg per tree (Marlow & Eze 2019)…")
+            Some(
+                "- Orchard thinning … raised apple yield by 14.6 kg per tree (Marlow & Eze 2019)…"
+            )
         );
         // Parentheses are never cut, and `et al., 2020` is not a clause end.
         let cited = "* Frost damage fell to 23% (range 12–31%, three sites), as Quint et al., \
                      2020 reported, in thinned rows.";
         assert_eq!(
             terse(cited, &none).as_deref(),
-            Some("* Frost damage fell to 23% (range 12–31%, three sites), as Quint et al., 2020 reported…")
+            Some(
+                "* Frost damage fell to 23% (range 12–31%, three sites), as Quint et al., 2020 reported…"
+            )
         );
     }
 
@@ -190,7 +190,8 @@ mod tests {
     #[test]
     fn a_clause_another_line_states_goes() {
         let stated = facts("- Plots held 35 beetles per trap (Ruiz 2021).");
-        let line = "* Ruiz 2021 trapped in 12 orchards, with 35 beetles per trap, over two summers.";
+        let line =
+            "* Ruiz 2021 trapped in 12 orchards, with 35 beetles per trap, over two summers.";
         assert_eq!(
             terse(line, &stated).as_deref(),
             Some("* Ruiz 2021 trapped in 12 orchards…")
@@ -204,7 +205,11 @@ mod tests {
             lines: Vec::new(),
         }];
         assert!(shorten_headings(&mut topics) > 0);
-        assert!(topics[0].heading.ends_with("… (turn 7)"), "{}", topics[0].heading);
+        assert!(
+            topics[0].heading.ends_with("… (turn 7)"),
+            "{}",
+            topics[0].heading
+        );
         assert_eq!(
             topics[0].heading.chars().count(),
             QUESTION_PREFIX.len() + SHORT_QUESTION_CHARS + " (turn 7)".len()
