@@ -22,13 +22,17 @@
 //! another summarizer becomes one `### Earlier summary` topic) and puts the new topics after
 //! them.
 //!
-//! **The budget** (`summarizer_summary_max_tokens`, characters / 4): over it, lines go in this
-//! order, oldest topic first: prose; findings whose every fact another kept line states
-//! (evidence first); superseded lines; evidence without a citation; the answer's findings
-//! without a citation; cited findings — each topic keeping its headline (its answer's first
-//! finding) — then the headlines, and the headings of topics left empty (the newest topic
-//! stays). A kept line is never cut, so a kept finding keeps its numbers and sources; a note
-//! says how many lines were left out. Corrections are pinned.
+//! **The budget** (`summarizer_summary_max_tokens`, characters / 4), the cheapest loss
+//! first: prose lines; question headings cut short; the bibliography without titles; terse
+//! finding lines ([`terse`]: the clauses that state no fact, or only facts a line before
+//! states, leave; the subject, values, units, sources and qualifying clauses stay). Only then
+//! whole lines go, in this order, oldest topic first: findings whose every fact another kept
+//! line states (evidence first); superseded lines; evidence without a citation; the answer's
+//! findings without a citation; cited findings — each topic keeping its headline (its
+//! answer's first finding) — then the headlines, and the headings of topics left empty (the
+//! newest topic stays). A kept finding keeps its numbers and sources; a note says how many
+//! lines were left out. Corrections are pinned. What the citation ledger would carry forward
+//! counts against the budget.
 //!
 //! **The receipt** ([`compaction_core::Receipt`]): how many findings the summary keeps, the
 //! claims this fold corrected, and the findings it dropped (duplicate or budget).
