@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use serde_json::{Map, Value};
-use summarizer::{AdapterChoice, SummarizerConfig};
+use summarizer::{SummarizerAdapter, SummarizerConfig};
 
 use canary::*;
 use measure::*;
@@ -60,7 +60,7 @@ struct Args {
     tuned: Vec<String>,
     /// Where to write each run's last summary (`--dump DIR`), for reading.
     dump: Option<PathBuf>,
-    adapter: AdapterChoice,
+    adapter: SummarizerAdapter,
     config: Option<PathBuf>,
     canary: bool,
     verbose: bool,
@@ -72,7 +72,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         more_sessions: Vec::new(),
         tuned: Vec::new(),
         dump: None,
-        adapter: AdapterChoice::Offline,
+        adapter: SummarizerAdapter::Offline,
         config: None,
         canary: false,
         verbose: false,
@@ -99,9 +99,9 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--summarizer" => {
                 let v = value()?;
                 parsed.adapter = match v.as_str() {
-                    "offline" => AdapterChoice::Offline,
-                    "chat" => AdapterChoice::Chat,
-                    "auto" => AdapterChoice::Auto,
+                    "offline" => SummarizerAdapter::Offline,
+                    "chat" => SummarizerAdapter::Chat,
+                    "auto" => SummarizerAdapter::Auto,
                     _ => {
                         return Err(format!(
                             "--summarizer must be offline, chat or auto, got {v}\n{USAGE}"

@@ -153,7 +153,7 @@ impl Registry {
     /// [`summarizer::SummarizerConfig::from_map`]).
     pub fn builtin() -> Registry {
         use decision_client::config::{AdapterChoice as D, KEY_ADAPTER as D_KEY, KEYS as D_KEYS};
-        use summarizer::config::{AdapterChoice as S, KEY_ADAPTER as S_KEY, KEYS as S_KEYS};
+        use summarizer::{KEY_ADAPTER as S_KEY, KEYS as S_KEYS, SummarizerAdapter as S};
         let mut registry = Registry::empty();
         for choice in [
             D::Auto,
@@ -296,7 +296,7 @@ impl Registry {
     /// An extra adapter's values are checked by its constructor.
     pub fn validate(&self, config: &Map<String, Value>) -> Result<(), RegistryError> {
         use decision_client::config::{AdapterChoice as D, KEY_ADAPTER as D_KEY, KEYS as D_KEYS};
-        use summarizer::config::{KEY_ADAPTER as S_KEY, KEYS as S_KEYS};
+        use summarizer::{KEY_ADAPTER as S_KEY, KEYS as S_KEYS};
         self.check(config)?;
         let mut decision = only_keys(config, DECISION_PREFIX, &D_KEYS);
         if decision
@@ -354,7 +354,7 @@ impl Registry {
 /// The two keys that choose an adapter: `decision_adapter`, `summarizer_adapter`.
 pub const ADAPTER_KEYS: [&str; 2] = [
     decision_client::config::KEY_ADAPTER,
-    summarizer::config::KEY_ADAPTER,
+    summarizer::KEY_ADAPTER,
 ];
 
 /// The entry `key` names in `config` (`auto` when absent).

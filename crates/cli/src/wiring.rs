@@ -78,10 +78,7 @@ pub(crate) fn wire(
                 decision_client::config::KEY_ADAPTER.into(),
                 Value::from("local"),
             );
-            raw.insert(
-                summarizer::config::KEY_ADAPTER.into(),
-                Value::from("offline"),
-            );
+            raw.insert(summarizer::KEY_ADAPTER.into(), Value::from("offline"));
             (Settings::default(), raw, "spec defaults (demo)".to_owned())
         }
         ConfigSource::Resolve(explicit) => match load_config(explicit, &mut warnings)? {
@@ -111,7 +108,7 @@ pub(crate) fn wire(
         );
     }
     if let Some(choice) = summarizer {
-        raw.insert(summarizer::config::KEY_ADAPTER.into(), Value::from(choice));
+        raw.insert(summarizer::KEY_ADAPTER.into(), Value::from(choice));
     }
     let effective = settings.effective().map_err(CliError::config)?;
     let shadow = compaction_core::shadow_from(&raw).map_err(|e| config_in(&origin, e))?;

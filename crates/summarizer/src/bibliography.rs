@@ -23,11 +23,11 @@ use crate::citation::{self, Citation, CitationKind};
 use crate::text::cut;
 
 /// Longest title kept in a compact entry, in characters.
-pub const MAX_TITLE_CHARS: usize = 80;
+pub(crate) const MAX_TITLE_CHARS: usize = 80;
 /// Between two items of the `Also cited` line (entries may hold `; ` themselves).
-pub const ALSO_SEPARATOR: &str = " · ";
+pub(crate) const ALSO_SEPARATOR: &str = " · ";
 /// The start of the line that lists the sources no kept finding cites.
-pub const ALSO_CITED: &str = "Also cited (no finding kept above):";
+pub(crate) const ALSO_CITED: &str = "Also cited (no finding kept above):";
 
 static YEAR_IN_PARENS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\(((?:19|20)\d{2}[a-z]?)\)").expect("the pattern is valid"));
@@ -86,6 +86,22 @@ impl Source {
         }
     }
 
+    /// The line without its title (`Haddad & Rivas 2021 — doi:…`), or the line itself when
+    /// its title holds a citation of its own.
+    fn untitled(&self) -> String {
+        match (&self.key, self.ids.first()) {
+            (Some(key), Some(id)) => {
+                let title = self.line.split(" — ").nth(1).unwrap_or("");
+                if citation::keys(title).is_empty() {
+                    format!("{key} — {}", id.text)
+                } else {
+                    self.line.clone()
+                }
+            }
+            _ => self.line.clone(),
+        }
+    }
+
     /// `key (id)` for the also-cited line, or the line itself.
     fn short(&self) -> String {
         match (&self.key, self.ids.first()) {
@@ -134,8 +150,14 @@ fn author_year(entry: &str) -> Option<(String, String)> {
 
 /// The sources section: every source line of `entries` (the ledger, in order) compacted and
 /// deduplicated, tied sources one per line, the rest and the prose-only citations that
-/// `kept_prose` does not state in one `Also cited` line. Empty when there is no citation.
-pub(crate) fn render(heading: &str, entries: &[Citation], kept_prose: &str) -> String {
+/// `kept_prose` does not state in one `Also cited` line; without `titles`, a compact line
+/// keeps only its key and identifier. Empty when there is no citation.
+pub(crate) fn render(
+    heading: &str,
+    entries: &[Citation],
+    kept_prose: &str,
+    titles: bool,
+) -> String {
     let cited_in_prose = citation::extract(kept_prose);
     let prose_keys: HashSet<&str> = cited_in_prose.iter().map(|c| c.key.as_str()).collect();
     let mut sources: Vec<Source> = Vec::new();
@@ -202,7 +224,7 @@ pub(crate) fn render(heading: &str, entries: &[Citation], kept_prose: &str) -> S
     let mut also: Vec<String> = Vec::new();
     for s in &sources {
         if tied(s) {
-            lines.push(s.line.clone());
+            lines.push(if titles { s.line.clone() } else { s.untitled() });
         } else {
             also.push(s.short());
         }
@@ -277,12 +299,23 @@ mod tests {
             "## Cited Sources",
             &entries,
             "- ICC 0.55 (Haddad & Rivas 2021).",
+            true,
         );
         assert_eq!(
             out,
             "## Cited Sources\n\
              - Haddad & Rivas 2021 — Trial-level variability — doi:10.5555/a.1\n\
              Also cited (no finding kept above): Vesterlund & Cho 2018 (doi:10.5555/b.2)."
+        );
+        let untitled = render(
+            "## Cited Sources",
+            &entries,
+            "- ICC 0.55 (Haddad & Rivas 2021).",
+            false,
+        );
+        assert!(
+            untitled.contains("\n- Haddad & Rivas 2021 — doi:10.5555/a.1\n"),
+            "{untitled}"
         );
     }
 }

@@ -29,7 +29,7 @@ use crate::error::SummarizerError;
 use crate::facts_ledger::FactsLedger;
 
 /// The system instruction sent before the consolidation prompt.
-pub const SYSTEM_PROMPT: &str = "\
+pub(crate) const SYSTEM_PROMPT: &str = "\
 You consolidate an academic research conversation into one summary that replaces its earlier \
 turns in the research assistant's context. The researcher relies on it as the only record of \
 those turns, across many later consolidations.
@@ -101,7 +101,7 @@ fn is_openrouter(base_url: &str) -> bool {
 }
 
 /// The slug to send for `configured` at `base_url`: `openrouter/` stripped for OpenRouter.
-pub fn wire_model(base_url: &str, configured: &str) -> String {
+pub(crate) fn wire_model(base_url: &str, configured: &str) -> String {
     let configured = configured.trim();
     if is_openrouter(base_url) {
         configured

@@ -165,7 +165,7 @@ static LIST_MARKER: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Every citation in `text`, in order of first appearance, deduplicated by key. Source lines
 /// come in document order with the inline citations found along the way.
-pub fn extract(text: &str) -> Vec<Citation> {
+pub(crate) fn extract(text: &str) -> Vec<Citation> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     extract_into(text, &mut out, &mut seen);
@@ -225,7 +225,7 @@ pub(crate) fn prose_lines(text: &str) -> Vec<&str> {
 }
 
 /// The keys of every citation `text` keeps.
-pub fn keys(text: &str) -> HashSet<String> {
+pub(crate) fn keys(text: &str) -> HashSet<String> {
     extract(text).into_iter().map(|c| c.key).collect()
 }
 

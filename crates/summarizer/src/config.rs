@@ -7,7 +7,7 @@
 //! | `summarizer_api_key_env` | env var name (`A-Z`, `0-9`, `_`) or `""` | `OPENROUTER_API_KEY` | the variable the bearer key is read from (its name, never the key); `""` sends no key (local servers) |
 //! | `summarizer_timeout_secs` | integer 1–600 | `60` | hard timeout of one chat-completions call |
 //! | `summarizer_max_output_tokens` | integer 64–65536 | `4096` | `max_tokens` sent; a reply cut there is an error |
-//! | `summarizer_summary_max_tokens` | integer 500–100000 | `7000` | the summary's token budget (characters / 4, the core's estimator): the offline summarizer drops prose, never a kept finding's number or source, to stay within it; a chat summary above it or above the text it replaces is refused |
+//! | `summarizer_summary_max_tokens` | integer 500–100000 | `5000` | the summary's token budget (characters / 4, the core's estimator): the offline summarizer first drops prose, shortens headings, titles and finding lines, never a kept finding's number or source, to stay within it; a chat summary above it or above the text it replaces is refused |
 //!
 //! Every other `summarizer_*` key is an error naming the key; keys without that prefix
 //! belong to other components and are ignored here.
@@ -27,15 +27,15 @@ use decision_client::http::{describe_non_env_var_name, is_env_var_name};
 /// Key: which adapter runs.
 pub const KEY_ADAPTER: &str = "summarizer_adapter";
 /// Key: OpenAI-compatible base URL.
-pub const KEY_BASE_URL: &str = "summarizer_base_url";
+pub(crate) const KEY_BASE_URL: &str = "summarizer_base_url";
 /// Key: the environment variable that holds the API key.
-pub const KEY_API_KEY_ENV: &str = "summarizer_api_key_env";
+pub(crate) const KEY_API_KEY_ENV: &str = "summarizer_api_key_env";
 /// Key: chat-completions timeout in seconds.
-pub const KEY_TIMEOUT_SECS: &str = "summarizer_timeout_secs";
+pub(crate) const KEY_TIMEOUT_SECS: &str = "summarizer_timeout_secs";
 /// Key: `max_tokens` of the chat-completions request.
-pub const KEY_MAX_OUTPUT_TOKENS: &str = "summarizer_max_output_tokens";
+pub(crate) const KEY_MAX_OUTPUT_TOKENS: &str = "summarizer_max_output_tokens";
 /// Key: the summary's token budget.
-pub const KEY_SUMMARY_MAX_TOKENS: &str = "summarizer_summary_max_tokens";
+pub(crate) const KEY_SUMMARY_MAX_TOKENS: &str = "summarizer_summary_max_tokens";
 
 /// Every key this crate reads, in table order.
 pub const KEYS: [&str; 6] = [
@@ -50,7 +50,7 @@ pub const KEYS: [&str; 6] = [
 /// Which summarizer the factory builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum AdapterChoice {
+pub enum SummarizerAdapter {
     /// Chat completions when the API key variable is set, otherwise offline.
     #[default]
     Auto,
@@ -65,7 +65,7 @@ pub enum AdapterChoice {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SummarizerConfig {
     /// `summarizer_adapter`.
-    pub adapter: AdapterChoice,
+    pub adapter: SummarizerAdapter,
     /// `summarizer_base_url`.
     pub base_url: String,
     /// `summarizer_api_key_env`; empty means "send no key".
@@ -79,17 +79,17 @@ pub struct SummarizerConfig {
 }
 
 /// The default base URL (OpenRouter).
-pub const DEFAULT_BASE_URL: &str = "https://openrouter.ai/api/v1";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://openrouter.ai/api/v1";
 /// The default token budget of a summary (chosen from `cargo xtask eval-summary`; see
 /// docs/SUMMARY-QUALITY.md).
-pub const DEFAULT_SUMMARY_MAX_TOKENS: usize = 7000;
+pub(crate) const DEFAULT_SUMMARY_MAX_TOKENS: usize = 5000;
 /// The default key variable.
-pub const DEFAULT_API_KEY_ENV: &str = "OPENROUTER_API_KEY";
+pub(crate) const DEFAULT_API_KEY_ENV: &str = "OPENROUTER_API_KEY";
 
 impl Default for SummarizerConfig {
     fn default() -> Self {
         SummarizerConfig {
-            adapter: AdapterChoice::Auto,
+            adapter: SummarizerAdapter::Auto,
             base_url: DEFAULT_BASE_URL.to_owned(),
             api_key_env: DEFAULT_API_KEY_ENV.to_owned(),
             timeout_secs: 60,
@@ -102,7 +102,7 @@ impl Default for SummarizerConfig {
 /// A summarizer key in the config file is unknown or has a bad value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub enum SummarizerConfigError {
     /// A `summarizer_*` key this crate does not know.
     #[error("unknown key {key}; the summarizer keys are: {}", KEYS.join(", "))]
     UnknownKey {
@@ -122,8 +122,8 @@ pub enum ConfigError {
     },
 }
 
-fn invalid(key: &'static str, expected: &'static str, found: &Value) -> ConfigError {
-    ConfigError::InvalidValue {
+fn invalid(key: &'static str, expected: &'static str, found: &Value) -> SummarizerConfigError {
+    SummarizerConfigError::InvalidValue {
         key,
         expected,
         found: found.to_string(),
@@ -140,7 +140,7 @@ fn integer_in(
     expected: &'static str,
     value: &Value,
     range: std::ops::RangeInclusive<u64>,
-) -> Result<u64, ConfigError> {
+) -> Result<u64, SummarizerConfigError> {
     value
         .as_u64()
         .filter(|v| range.contains(v))
@@ -150,15 +150,15 @@ fn integer_in(
 impl SummarizerConfig {
     /// Reads the `summarizer_*` keys of a config file's top-level object; absent keys take
     /// their defaults, other components' keys are ignored.
-    pub fn from_map(map: &Map<String, Value>) -> Result<SummarizerConfig, ConfigError> {
+    pub fn from_map(map: &Map<String, Value>) -> Result<SummarizerConfig, SummarizerConfigError> {
         let mut config = SummarizerConfig::default();
         for (key, value) in map {
             match key.as_str() {
                 KEY_ADAPTER => {
                     config.adapter = match value.as_str() {
-                        Some("auto") => AdapterChoice::Auto,
-                        Some("chat") => AdapterChoice::Chat,
-                        Some("offline") => AdapterChoice::Offline,
+                        Some("auto") => SummarizerAdapter::Auto,
+                        Some("chat") => SummarizerAdapter::Chat,
+                        Some("offline") => SummarizerAdapter::Offline,
                         _ => {
                             return Err(invalid(
                                 KEY_ADAPTER,
@@ -178,7 +178,7 @@ impl SummarizerConfig {
                         })?
                         .to_owned();
                     if decision_client::http::has_credentials(&config.base_url) {
-                        return Err(ConfigError::InvalidValue {
+                        return Err(SummarizerConfigError::InvalidValue {
                             key: KEY_BASE_URL,
                             expected: decision_client::http::NO_CREDENTIALS_FORM,
                             found: "a URL with credentials (not shown)".to_owned(),
@@ -189,7 +189,7 @@ impl SummarizerConfig {
                     config.api_key_env = value
                         .as_str()
                         .filter(|v| v.is_empty() || is_env_var_name(v))
-                        .ok_or_else(|| ConfigError::InvalidValue {
+                        .ok_or_else(|| SummarizerConfigError::InvalidValue {
                             key: KEY_API_KEY_ENV,
                             expected: API_KEY_ENV_FORM,
                             found: describe_non_env_var_name(value),
@@ -219,7 +219,7 @@ impl SummarizerConfig {
                     config.summary_max_tokens = usize::try_from(v).unwrap_or(usize::MAX);
                 }
                 other if other.starts_with("summarizer_") => {
-                    return Err(ConfigError::UnknownKey {
+                    return Err(SummarizerConfigError::UnknownKey {
                         key: other.to_owned(),
                     });
                 }
@@ -241,7 +241,7 @@ mod tests {
     use decision_client::http::ENV_VAR_NAME_FORM;
     use serde_json::json;
 
-    fn parse(value: Value) -> Result<SummarizerConfig, ConfigError> {
+    fn parse(value: Value) -> Result<SummarizerConfig, SummarizerConfigError> {
         match value {
             Value::Object(map) => SummarizerConfig::from_map(&map),
             _ => unreachable!("tests pass objects"),
@@ -285,7 +285,7 @@ mod tests {
         assert_eq!(
             config,
             SummarizerConfig {
-                adapter: AdapterChoice::Chat,
+                adapter: SummarizerAdapter::Chat,
                 base_url: "http://localhost:8000/v1".into(),
                 api_key_env: String::new(),
                 timeout_secs: 5,

@@ -20,6 +20,8 @@ use compaction_core::CorrectedClaim;
 pub const CORRECTIONS_HEADING: &str = "## Corrections";
 const ENTRY: &str = "- Said: ";
 const ARROW: &str = " → corrected";
+/// Between two claims one correction targets.
+const ALSO: &str = " · ";
 
 /// One correction entry: what was said, and each later correction of it, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +38,15 @@ impl Entry {
         Entry {
             was: clean(was),
             chain: vec![(turn, clean(now))],
+        }
+    }
+
+    /// Adds another claim the same correction targets to what was said, unless every fact
+    /// it states is already there.
+    pub(crate) fn absorb(&mut self, was: &str) {
+        let known = crate::findings::facts(&self.was);
+        if !crate::findings::facts(was).is_subset(&known) {
+            self.was = format!("{}{ALSO}{}", self.was, clean(was));
         }
     }
 
@@ -138,5 +149,12 @@ mod tests {
             "The mean canopy gap is 17.5 m, not 12.0 m."
         );
         assert_eq!(Entry::parse("- Plain finding 3.4 m"), None);
+        // A second claim the same sentence corrects joins the entry once.
+        let mut one = Entry::new("The gap is 12.0 m.", Some(4), "It is 17.5 m, not 12.0 m.");
+        one.absorb("- A 12.0 m gap.");
+        assert_eq!(one.was, "The gap is 12.0 m.");
+        one.absorb("- Gaps of 12.0 m and 9.1 m.");
+        assert_eq!(one.was, "The gap is 12.0 m. · Gaps of 12.0 m and 9.1 m.");
+        assert_eq!(Entry::parse(&one.render()), Some(one));
     }
 }

@@ -15,23 +15,23 @@ use std::sync::Arc;
 
 use compaction_core::{EffectiveSettings, Summarizer};
 
-use crate::config::{AdapterChoice, KEY_ADAPTER, SummarizerConfig};
+use crate::config::{KEY_ADAPTER, SummarizerAdapter, SummarizerConfig};
 use crate::error::SummarizerError;
 use crate::ledger::WithCitationLedger;
 use crate::offline::OfflineSummarizer;
 
 /// The summarizer chosen and why.
 #[derive(Clone)]
-pub struct Selected {
+pub struct SelectedSummarizer {
     /// The summarizer, wrapped in the citation ledger.
     pub summarizer: Arc<dyn Summarizer>,
     /// One line saying which summarizer runs and why (never the key).
     pub reason: String,
 }
 
-impl std::fmt::Debug for Selected {
+impl std::fmt::Debug for SelectedSummarizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Selected")
+        f.debug_struct("SelectedSummarizer")
             .field("summarizer", &self.summarizer.info())
             .field("reason", &self.reason)
             .finish()
@@ -41,7 +41,7 @@ impl std::fmt::Debug for Selected {
 /// No summarizer could be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum FactoryError {
+pub enum SummarizerFactoryError {
     /// `summarizer_adapter` is `"chat"` but the key variable is unset or blank.
     #[error(
         "{KEY_ADAPTER} is \"chat\" but the environment variable {var} is not set; set it, set \
@@ -72,21 +72,21 @@ pub fn build_summarizer(
     settings: &EffectiveSettings,
     config: &SummarizerConfig,
     env: impl Fn(&str) -> Option<String>,
-) -> Result<Selected, FactoryError> {
-    let offline = |why: String| Selected {
+) -> Result<SelectedSummarizer, SummarizerFactoryError> {
+    let offline = |why: String| SelectedSummarizer {
         summarizer: Arc::new(WithCitationLedger::new(OfflineSummarizer::new(
             config.summary_max_tokens,
         ))),
         reason: format!("offline extractive summarizer: {why}"),
     };
-    if config.adapter == AdapterChoice::Offline {
+    if config.adapter == SummarizerAdapter::Offline {
         return Ok(offline(format!("{KEY_ADAPTER} is \"offline\"")));
     }
     #[cfg(not(feature = "http"))]
     {
         let _ = (settings, env);
         match config.adapter {
-            AdapterChoice::Chat => Err(FactoryError::NotBuilt { feature: "http" }),
+            SummarizerAdapter::Chat => Err(SummarizerFactoryError::NotBuilt { feature: "http" }),
             _ => Ok(offline(
                 "built without the chat summarizer (feature `http`)".to_owned(),
             )),
@@ -104,8 +104,8 @@ pub fn build_summarizer(
         } else {
             match env(&config.api_key_env).filter(|v| !v.trim().is_empty()) {
                 Some(secret) => Some(ApiKey::new(secret.trim())),
-                None if config.adapter == AdapterChoice::Chat => {
-                    return Err(FactoryError::MissingKey {
+                None if config.adapter == SummarizerAdapter::Chat => {
+                    return Err(SummarizerFactoryError::MissingKey {
                         var: var.to_owned(),
                     });
                 }
@@ -123,7 +123,7 @@ pub fn build_summarizer(
             chat.info().model,
             chat.url()
         );
-        Ok(Selected {
+        Ok(SelectedSummarizer {
             summarizer: Arc::new(WithCitationLedger::new(chat)),
             reason,
         })
@@ -134,7 +134,7 @@ pub fn build_summarizer(
 pub fn build_summarizer_from_env(
     settings: &EffectiveSettings,
     config: &SummarizerConfig,
-) -> Result<Selected, FactoryError> {
+) -> Result<SelectedSummarizer, SummarizerFactoryError> {
     let selected = build_summarizer(settings, config, |name| std::env::var(name).ok())?;
     tracing::info!(reason = %selected.reason, "summarizer selected");
     Ok(selected)
@@ -183,7 +183,7 @@ mod tests {
     #[test]
     fn chat_without_a_key_is_an_error_naming_the_variable() {
         let config = SummarizerConfig {
-            adapter: AdapterChoice::Chat,
+            adapter: SummarizerAdapter::Chat,
             api_key_env: "MY_KEY".into(),
             ..SummarizerConfig::default()
         };
@@ -198,7 +198,7 @@ mod tests {
             "gsk_abcdefTOPSECRET0123",
         ] {
             let mut seen = Vec::new();
-            for adapter in [AdapterChoice::Auto, AdapterChoice::Chat] {
+            for adapter in [SummarizerAdapter::Auto, SummarizerAdapter::Chat] {
                 // Built by hand: `SummarizerConfig::from_map` refuses such a value.
                 let config = SummarizerConfig {
                     adapter,
@@ -227,7 +227,7 @@ mod tests {
     #[test]
     fn offline_and_keyless_choices() {
         let offline = SummarizerConfig {
-            adapter: AdapterChoice::Offline,
+            adapter: SummarizerAdapter::Offline,
             ..SummarizerConfig::default()
         };
         let selected = build_summarizer(&settings(), &offline, |_| Some("sk".into())).unwrap();

@@ -35,7 +35,7 @@ use crate::text::{numeric_findings, sentences};
 /// The heading of the section the facts ledger appends.
 pub const KEY_FIGURES_HEADING: &str = "## Key figures carried forward";
 /// The fewest previous-summary facts for the "dropped the ledger" check to apply.
-pub const MIN_LEDGER_FOR_CHECK: usize = 4;
+pub(crate) const MIN_LEDGER_FOR_CHECK: usize = 4;
 
 /// One figure and the line that states it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,28 +1,29 @@
 //! Rolling-consolidation summarizers for compaction-core's [`Summarizer`] port, and the
 //! citation ledger that keeps every source they were given.
 //!
-//! - [`ChatSummarizer`] ([`chat`]): any OpenAI-compatible chat-completions endpoint,
-//!   OpenRouter by default, with a system instruction for academic research conversations.
-//! - [`OfflineSummarizer`] ([`offline`]): deterministic and network-free, the embedded
-//!   default when no API key is set; built around findings ([`findings`]), corrections
-//!   honoured claim by claim ([`corrections`]: a correction supersedes exactly the claims it
-//!   targets, found from the structure of the exchange), within a token budget, with a bounded
-//!   bibliography ([`bibliography`]); each fold reports a receipt (what it kept, corrected and
-//!   dropped).
-//! - [`FactsLedger`] ([`facts_ledger`]): the chat summarizer's figures ledger and its
-//!   fail-closed checks (empty, longer than what it replaces, previous ledger dropped).
-//! - [`CitationLedger`] and [`WithCitationLedger`] ([`ledger`], [`citation`]): the citations
-//!   of the slice and of the previous summary (`# Cited Sources` lines, DOIs, arXiv ids,
-//!   author-year references); whatever a summary leaves out is appended under
-//!   `## Sources carried forward`, deduplicated, in a stable order.
-//! - [`build_summarizer`] ([`factory`]) picks one from [`SummarizerConfig`] ([`config`], the
-//!   `summarizer_*` keys of the shared config file) and the environment, and wraps it in the
-//!   ledger.
+//! - [`ChatSummarizer`]: any OpenAI-compatible chat-completions endpoint, OpenRouter by
+//!   default, with a system instruction for academic research conversations.
+//! - [`OfflineSummarizer`]: deterministic and network-free, the embedded default when no API
+//!   key is set; built around findings (sentences and table rows that state a number, a
+//!   citation or an identifier), corrections honoured claim by claim (a correction
+//!   supersedes exactly the claims it targets, found from the structure of the exchange, and
+//!   the [`CORRECTIONS_HEADING`] section states each once), within a token budget, with a
+//!   bounded bibliography; each fold reports a receipt (what it kept, corrected and dropped).
+//! - [`FactsLedger`]: the chat summarizer's figures ledger and its fail-closed checks (empty,
+//!   longer than what it replaces, previous ledger dropped, a corrected claim restated).
+//! - [`CitationLedger`] and [`WithCitationLedger`]: the citations of the slice and of the
+//!   previous summary (`# Cited Sources` lines, DOIs, arXiv ids, author-year references);
+//!   whatever a summary leaves out is appended under [`CARRIED_FORWARD_HEADING`],
+//!   deduplicated, in a stable order.
+//! - [`build_summarizer`] picks one from [`SummarizerConfig`] (the `summarizer_*` keys of the
+//!   shared config file, [`KEYS`]) and the environment, and wraps it in the ledger.
+//!
+//! Every item is exported here, at one path; the modules are private.
 //!
 //! # Features
-//! - `http` (default): [`chat`] and `ChatSummarizer`, on decision-client's `http` feature
+//! - `http` (default): `ChatSummarizer`, on decision-client's `http` feature
 //!   (reqwest). Without it `auto` is the offline summarizer (the reason says why) and `chat`
-//!   is [`FactoryError::NotBuilt`]; nothing of reqwest is built.
+//!   is [`SummarizerFactoryError::NotBuilt`]; nothing of reqwest is built.
 //!
 //! # What this crate must never do
 //! Lose a citation, write a summary that is empty, truncated (`finish_reason: "length"`) or
@@ -61,18 +62,18 @@
 //! ```
 #![warn(missing_docs, unreachable_pub)]
 
-pub mod bibliography;
+mod bibliography;
 #[cfg(feature = "http")]
-pub mod chat;
-pub mod citation;
-pub mod config;
-pub mod corrections;
-pub mod error;
-pub mod factory;
-pub mod facts_ledger;
-pub mod findings;
-pub mod ledger;
-pub mod offline;
+mod chat;
+mod citation;
+mod config;
+mod corrections;
+mod error;
+mod factory;
+mod facts_ledger;
+mod findings;
+mod ledger;
+mod offline;
 mod supersede;
 mod text;
 
@@ -80,10 +81,12 @@ mod text;
 pub use chat::ChatSummarizer;
 pub use citation::{Citation, CitationKind};
 pub use compaction_core::Summarizer;
-pub use config::{AdapterChoice, ConfigError, SummarizerConfig};
+pub use config::{KEY_ADAPTER, KEYS, SummarizerAdapter, SummarizerConfig, SummarizerConfigError};
 pub use corrections::CORRECTIONS_HEADING;
 pub use error::SummarizerError;
-pub use factory::{FactoryError, Selected, build_summarizer, build_summarizer_from_env};
-pub use facts_ledger::{FactsLedger, KEY_FIGURES_HEADING};
+pub use factory::{
+    SelectedSummarizer, SummarizerFactoryError, build_summarizer, build_summarizer_from_env,
+};
+pub use facts_ledger::{FactsLedger, Figure, KEY_FIGURES_HEADING};
 pub use ledger::{CARRIED_FORWARD_HEADING, CitationLedger, WithCitationLedger};
 pub use offline::OfflineSummarizer;

@@ -12,7 +12,7 @@ use compaction_core::{
 };
 use proptest::prelude::*;
 use regex::Regex;
-use summarizer::{CitationLedger, OfflineSummarizer, WithCitationLedger, citation};
+use summarizer::{CitationLedger, OfflineSummarizer, WithCitationLedger};
 
 const SURNAMES: [&str; 12] = [
     "Obrovac",
@@ -427,9 +427,16 @@ proptest! {
         for spec in &specs {
             let (turn, _) = build_turn(spec, &pool);
             for text in std::iter::once(&turn.answer).chain(turn.tool_outputs.iter()) {
-                for c in citation::extract(text) {
-                    let again = citation::keys(&format!("## Sources carried forward\n- {}", c.text));
-                    prop_assert!(again.contains(&c.key), "{:?} not found again", c);
+                let mut found = CitationLedger::new();
+                found.add_text(text);
+                for c in found.entries() {
+                    let mut again = CitationLedger::new();
+                    again.add_text(&format!("## Sources carried forward\n- {}", c.text));
+                    prop_assert!(
+                        again.entries().iter().any(|a| a.key == c.key),
+                        "{:?} not found again",
+                        c
+                    );
                 }
             }
         }

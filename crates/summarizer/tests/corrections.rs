@@ -243,6 +243,46 @@ fn repeated_folds_of_an_unchanged_history_erode_no_fact() {
     assert_eq!(text, offline.consolidate(&request(Some(&text), Vec::new())));
 }
 
+/// Under a budget that bites (terse lines, findings dropped), folding the unchanged history
+/// again loses nothing the first fold kept, and the summary settles.
+#[test]
+fn repeated_folds_under_a_biting_budget_lose_nothing_the_first_fold_kept() {
+    let offline = OfflineSummarizer::new(500);
+    let mut turns = Vec::new();
+    for i in 0..20 {
+        turns.push(turn(
+            &format!("What did plot {i} show over the whole of the wet season, and why?"),
+            &format!(
+                "Plot {i}, which the crew surveyed at dawn, recorded {i}1.5 mm of growth over \
+                 {i}2 days (Smith et al. 2020), as expected for the season. Cover was {i}3 %, \
+                 a figure the crew checked twice."
+            ),
+        ));
+    }
+    let first = offline.consolidate(&request(None, turns));
+    assert!(first.contains("_Condensed to stay within"), "{first}");
+    assert!(first.contains(" … "), "no terse line\n{first}");
+    let kept: Vec<String> = (0..20)
+        .flat_map(|i| {
+            [
+                format!("{i}1.5 mm"),
+                format!("{i}2 days"),
+                format!("{i}3 %"),
+            ]
+        })
+        .filter(|f| first.contains(f.as_str()))
+        .collect();
+    assert!(kept.len() >= 10, "{first}");
+    let mut text = first.clone();
+    for _ in 0..5 {
+        text = offline.consolidate(&request(Some(&text), Vec::new()));
+    }
+    for fact in &kept {
+        assert!(text.contains(fact.as_str()), "lost {fact}\n{text}");
+    }
+    assert_eq!(text, offline.consolidate(&request(Some(&text), Vec::new())));
+}
+
 /// The receipt counts the findings the summary states and names what the budget dropped.
 #[test]
 fn the_receipt_agrees_with_the_summary() {

@@ -113,7 +113,7 @@ pub(super) async fn replay(
     let effective = settings.effective().map_err(|e| e.to_string())?;
     let selected = build_summarizer(&effective, config, decision_client::process_env).map_err(
         |e| match e {
-            summarizer::FactoryError::NotBuilt { .. } => format!(
+            summarizer::SummarizerFactoryError::NotBuilt { .. } => format!(
                 "{e}; for the chat summarizer run \
                  `cargo run -p xtask --features remote -- eval-summary ...`"
             ),

@@ -120,8 +120,25 @@ pub(super) fn apply_corrections(
                     }
                     None => gone.push((t, l)),
                 }
-                entries.push(Entry::new(&was, number, &s.by));
-                entries.len() - 1
+                let entry = Entry::new(&was, number, &s.by);
+                // One statement per correction: claims the same sentence corrects share
+                // an entry.
+                match entries.iter().position(|e| e.chain == entry.chain) {
+                    Some(e) => {
+                        entries[e].absorb(&entry.was);
+                        out.push(entry.receipt());
+                        used.extend(
+                            crate::text::sentences(&s.by)
+                                .iter()
+                                .map(|b| collapse(b).to_lowercase()),
+                        );
+                        continue;
+                    }
+                    None => {
+                        entries.push(entry);
+                        entries.len() - 1
+                    }
+                }
             }
             (None, Some(e)) => {
                 entries[e]

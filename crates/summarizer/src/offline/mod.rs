@@ -22,13 +22,17 @@
 //! another summarizer becomes one `### Earlier summary` topic) and puts the new topics after
 //! them.
 //!
-//! **The budget** (`summarizer_summary_max_tokens`, characters / 4): over it, lines go in this
-//! order, oldest topic first: prose; findings whose every fact another kept line states
-//! (evidence first); superseded lines; evidence without a citation; the answer's findings
-//! without a citation; cited findings — each topic keeping its headline (its answer's first
-//! finding) — then the headlines, and the headings of topics left empty (the newest topic
-//! stays). A kept line is never cut, so a kept finding keeps its numbers and sources; a note
-//! says how many lines were left out. Corrections are pinned.
+//! **The budget** (`summarizer_summary_max_tokens`, characters / 4), the cheapest loss
+//! first: prose lines; question headings cut short; the bibliography without titles; terse
+//! finding lines ([`terse`]: the clauses that state no fact, or only facts a line before
+//! states, leave; the subject, values, units, sources and qualifying clauses stay). Only then
+//! whole lines go, in this order, oldest topic first: findings whose every fact another kept
+//! line states (evidence first); superseded lines; evidence without a citation; the answer's
+//! findings without a citation; cited findings — each topic keeping its headline (its
+//! answer's first finding) — then the headlines, and the headings of topics left empty (the
+//! newest topic stays). A kept finding keeps its numbers and sources; a note says how many
+//! lines were left out. Corrections are pinned. What the citation ledger would carry forward
+//! counts against the budget.
 //!
 //! **The receipt** ([`compaction_core::Receipt`]): how many findings the summary keeps, the
 //! claims this fold corrected, and the findings it dropped (duplicate or budget).
@@ -41,12 +45,13 @@ use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 use compaction_core::{
-    AdapterError, CharsPerToken, DropReason, DroppedFinding, ModelInfo, Receipt, Summarizer,
-    Summary, SummaryRequest, TokenEstimator, TurnDigest,
+    AdapterError, DropReason, DroppedFinding, ModelInfo, Receipt, Summarizer, Summary,
+    SummaryRequest, TurnDigest,
 };
 
 mod budget;
 mod correct;
+mod terse;
 
 use budget::{condense, dedupe};
 use correct::apply_corrections;
@@ -60,13 +65,13 @@ use crate::supersede::{self, NewTurn};
 use crate::text::{collapse, cut, sentences};
 
 /// The summary's first line.
-pub const TITLE: &str = "## Comprehensive Conversation Summary";
+pub(crate) const TITLE: &str = "## Comprehensive Conversation Summary";
 /// The heading of the sources section.
-pub const SOURCES_HEADING: &str = "## Cited Sources";
+pub(crate) const SOURCES_HEADING: &str = "## Cited Sources";
 /// The model name reported.
-pub const MODEL_NAME: &str = "offline-extractive";
+pub(crate) const MODEL_NAME: &str = "offline-extractive";
 /// The smallest budget, in tokens.
-pub const MIN_BUDGET_TOKENS: usize = 200;
+pub(crate) const MIN_BUDGET_TOKENS: usize = 200;
 
 const TOPIC_PREFIX: &str = "### ";
 const QUESTION_PREFIX: &str = "### Q: ";
@@ -180,7 +185,7 @@ pub struct OfflineSummarizer {
 
 impl OfflineSummarizer {
     /// A summarizer whose summaries stay within `budget_tokens` tokens (characters / 4; at
-    /// least [`MIN_BUDGET_TOKENS`]) whenever the bibliography leaves room for it.
+    /// least 200) whenever the bibliography leaves room for it.
     pub fn new(budget_tokens: usize) -> Self {
         OfflineSummarizer {
             budget_tokens: budget_tokens.max(MIN_BUDGET_TOKENS),
@@ -249,7 +254,10 @@ impl OfflineSummarizer {
         (text, receipt)
     }
 
-    /// Drops lines until the summary fits the budget; the summary and the findings dropped.
+    /// Fits the summary to the budget, the cheapest loss first: prose lines, then shorter
+    /// question headings, the bibliography without titles and terse finding lines
+    /// ([`terse`]), and only then whole findings ([`condense`]). Returns the summary and the
+    /// findings dropped.
     fn fit(
         &self,
         topics: &mut Vec<Topic>,
@@ -263,14 +271,36 @@ impl OfflineSummarizer {
         } else {
             section.chars().count() + 2
         };
+        let mut dropped = Vec::new();
+        let mut titles = true;
+        let whole = |topics: &[Topic], titles: bool| {
+            let prose = render_topics(topics);
+            let sources = bibliography::render(SOURCES_HEADING, ledger.entries(), &prose, titles);
+            prose.chars().count() + section_chars + sources.chars().count() + 2 + NOTE_RESERVE
+        };
+        if whole(topics, titles) > budget_chars {
+            drop_prose(topics, &mut dropped);
+        }
+        if whole(topics, titles) > budget_chars {
+            terse::shorten_headings(topics);
+        }
+        if whole(topics, titles) > budget_chars {
+            titles = false;
+        }
+        if whole(topics, titles) > budget_chars {
+            terse::shorten_findings(topics);
+        }
         // The bibliography with every line kept; lines dropped from the prose can move
         // citations into its `Also cited` line, so the prose target shrinks by any overshoot.
-        let bibliography_chars =
-            bibliography::render(SOURCES_HEADING, ledger.entries(), &render_topics(topics))
-                .chars()
-                .count();
+        let bibliography_chars = bibliography::render(
+            SOURCES_HEADING,
+            ledger.entries(),
+            &render_topics(topics),
+            titles,
+        )
+        .chars()
+        .count();
         let mut prose_budget = budget_chars.saturating_sub(bibliography_chars + section_chars + 2);
-        let mut dropped = Vec::new();
         let mut text;
         loop {
             let now = condense(
@@ -292,12 +322,14 @@ impl OfflineSummarizer {
                     dropped.len()
                 ));
             }
-            let sources = bibliography::render(SOURCES_HEADING, ledger.entries(), &prose);
+            let sources = bibliography::render(SOURCES_HEADING, ledger.entries(), &prose, titles);
             text = if sources.is_empty() {
                 prose
             } else {
                 format!("{prose}\n\n{sources}")
             };
+            // What the citation ledger would carry forward counts against the budget too.
+            text = ledger.reconcile(&text);
             let overshoot = text.chars().count().saturating_sub(budget_chars);
             // Over the budget: shrink the prose target by the overshoot while lines still go.
             if overshoot == 0 || (now == 0 && prose_budget == 0) {
@@ -315,6 +347,17 @@ impl OfflineSummarizer {
             .map(|l| l.text)
             .collect();
         (text, findings)
+    }
+}
+
+/// Drops the lines that state no fact (prose), pinned lines aside.
+fn drop_prose(topics: &mut [Topic], dropped: &mut Vec<Line>) {
+    for topic in topics.iter_mut() {
+        let (gone, kept): (Vec<Line>, Vec<Line>) = std::mem::take(&mut topic.lines)
+            .into_iter()
+            .partition(|l| l.rank == Rank::Prose);
+        topic.lines = kept;
+        dropped.extend(gone);
     }
 }
 
@@ -474,11 +517,6 @@ fn parse_previous(previous: &str) -> (Vec<Topic>, Vec<Entry>) {
     (topics, entries)
 }
 
-/// The summary's estimated tokens (the core's estimator).
-pub fn tokens(text: &str) -> usize {
-    CharsPerToken.estimate(text)
-}
-
 #[async_trait]
 impl Summarizer for OfflineSummarizer {
     fn info(&self) -> ModelInfo {
@@ -495,7 +533,13 @@ impl Summarizer for OfflineSummarizer {
 
 #[cfg(test)]
 mod tests {
+    use compaction_core::{CharsPerToken, TokenEstimator};
+
     use super::*;
+
+    fn tokens(text: &str) -> usize {
+        CharsPerToken.estimate(text)
+    }
 
     fn turn(user: &str, assistant: &str, synthesis: &str) -> TurnDigest {
         TurnDigest {
