@@ -25,7 +25,7 @@ use compaction_core::{CharsPerToken, DecisionState, EffectiveSettings, Settings}
 use decision_client::eval::{CONSTANT_BASELINE, by_split, load_cases, metrics, score_states};
 use decision_client::offline::lexical_novelty;
 use decision_client::sessions::{TurnCase, load_sessions, turn_cases};
-use decision_client::{AdapterChoice, DecisionConfig, build_decision_model, process_env};
+use decision_client::{DecisionAdapter, DecisionConfig, build_decision_model, process_env};
 use serde_json::{Map, Value};
 
 const USAGE: &str = "usage: cargo xtask eval-decision [--loso [--cases FILE] [--sessions DIR]... | --cases FILE | --sessions DIR [--per-turn]] [--adapter offline|novelty|constant|decisions|chat-logprobs|openai-decisions|auto] [--tau X] [--config FILE]";
@@ -122,7 +122,7 @@ async fn score(
         "novelty" => Ok(states.iter().map(|s| Some(lexical_novelty(s))).collect()),
         "constant" => Ok(states.iter().map(|_| Some(CONSTANT_BASELINE)).collect()),
         name => {
-            let choice = AdapterChoice::parse(name)
+            let choice = DecisionAdapter::parse(name)
                 .ok_or_else(|| format!("unknown adapter {name}\n{USAGE}"))?;
             let mut decision_config =
                 DecisionConfig::from_map(config).map_err(|e| e.to_string())?;

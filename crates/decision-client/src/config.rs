@@ -76,8 +76,8 @@ pub const KEYS: [&str; 11] = [
 /// Which adapter the factory builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum AdapterChoice {
-    /// The Decisions API when its key is set, else the local models ([`AdapterChoice::Local`]).
+pub enum DecisionAdapter {
+    /// The Decisions API when its key is set, else the local models ([`DecisionAdapter::Local`]).
     #[default]
     Auto,
     /// The Decisions API ("System One" format).
@@ -96,30 +96,30 @@ pub enum AdapterChoice {
     Offline,
 }
 
-impl AdapterChoice {
+impl DecisionAdapter {
     /// The spelling used in configuration files and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
-            AdapterChoice::Auto => "auto",
-            AdapterChoice::Decisions => "decisions",
-            AdapterChoice::OpenAiDecisions => "openai-decisions",
-            AdapterChoice::ChatLogprobs => "chat-logprobs",
-            AdapterChoice::Local => "local",
-            AdapterChoice::Embedding => "embedding",
-            AdapterChoice::Offline => "offline",
+            DecisionAdapter::Auto => "auto",
+            DecisionAdapter::Decisions => "decisions",
+            DecisionAdapter::OpenAiDecisions => "openai-decisions",
+            DecisionAdapter::ChatLogprobs => "chat-logprobs",
+            DecisionAdapter::Local => "local",
+            DecisionAdapter::Embedding => "embedding",
+            DecisionAdapter::Offline => "offline",
         }
     }
 
     /// Parses the configuration spelling.
-    pub fn parse(s: &str) -> Option<AdapterChoice> {
+    pub fn parse(s: &str) -> Option<DecisionAdapter> {
         [
-            AdapterChoice::Auto,
-            AdapterChoice::Decisions,
-            AdapterChoice::OpenAiDecisions,
-            AdapterChoice::ChatLogprobs,
-            AdapterChoice::Local,
-            AdapterChoice::Embedding,
-            AdapterChoice::Offline,
+            DecisionAdapter::Auto,
+            DecisionAdapter::Decisions,
+            DecisionAdapter::OpenAiDecisions,
+            DecisionAdapter::ChatLogprobs,
+            DecisionAdapter::Local,
+            DecisionAdapter::Embedding,
+            DecisionAdapter::Offline,
         ]
         .into_iter()
         .find(|c| c.as_str() == s)
@@ -130,7 +130,7 @@ impl AdapterChoice {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DecisionConfig {
     /// `decision_adapter`.
-    pub adapter: AdapterChoice,
+    pub adapter: DecisionAdapter,
     /// `decision_api_base_url`.
     pub api_base_url: String,
     /// `decision_api_path`.
@@ -156,7 +156,7 @@ pub struct DecisionConfig {
 impl Default for DecisionConfig {
     fn default() -> Self {
         DecisionConfig {
-            adapter: AdapterChoice::Auto,
+            adapter: DecisionAdapter::Auto,
             api_base_url: "https://openrouter.ai".to_owned(),
             api_path: "/api/alpha/decisions".to_owned(),
             api_key_env: "OPENROUTER_API_KEY".to_owned(),
@@ -256,7 +256,7 @@ impl DecisionConfig {
             const EXPECTED: &str = "one of \"auto\", \"decisions\", \"openai-decisions\", \"chat-logprobs\", \"local\", \"embedding\", \"offline\"";
             c.adapter = v
                 .as_str()
-                .and_then(AdapterChoice::parse)
+                .and_then(DecisionAdapter::parse)
                 .ok_or_else(|| invalid(KEY_ADAPTER, EXPECTED, v))?;
         }
         const URL: &str = "a non-empty URL string such as \"https://host\"";
@@ -377,7 +377,7 @@ mod tests {
             "decision_chat_top_logprobs": 20
         })))
         .unwrap();
-        assert_eq!(c.adapter, AdapterChoice::ChatLogprobs);
+        assert_eq!(c.adapter, DecisionAdapter::ChatLogprobs);
         assert_eq!(c.api_base_url, "http://127.0.0.1:9/");
         assert_eq!(c.api_path, "/v1/decisions");
         assert_eq!(c.api_key_env, "INCEPTION_API_KEY");
@@ -515,7 +515,10 @@ mod tests {
             "chat-logprobs",
             "offline",
         ] {
-            assert_eq!(AdapterChoice::parse(c).map(AdapterChoice::as_str), Some(c));
+            assert_eq!(
+                DecisionAdapter::parse(c).map(DecisionAdapter::as_str),
+                Some(c)
+            );
         }
     }
 }

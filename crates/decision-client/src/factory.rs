@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use compaction_core::{DecisionModel, EffectiveSettings};
 
-use crate::config::{AdapterChoice, DecisionConfig};
+use crate::config::{DecisionAdapter, DecisionConfig};
 use crate::error::DecisionError;
 use crate::offline::OfflineLexical;
 
@@ -32,7 +32,7 @@ pub struct Selected {
     /// The model.
     pub model: Arc<dyn DecisionModel>,
     /// Which adapter was built.
-    pub adapter: AdapterChoice,
+    pub adapter: DecisionAdapter,
     /// Why, in words, e.g. `offline lexical model: OPENROUTER_API_KEY is not set`. It names
     /// key variables, never a key.
     pub reason: String,
@@ -93,12 +93,12 @@ pub fn build_decision_model(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Selected, FactoryError> {
     match config.adapter {
-        AdapterChoice::Auto => Ok(local(
+        DecisionAdapter::Auto => Ok(local(
             config,
             &env,
             "built without the remote adapters (feature `http`)",
         )),
-        AdapterChoice::Local | AdapterChoice::Embedding | AdapterChoice::Offline => {
+        DecisionAdapter::Local | DecisionAdapter::Embedding | DecisionAdapter::Offline => {
             local_choice(config, &env)
         }
         remote => Err(FactoryError::NotBuilt {
@@ -126,7 +126,7 @@ pub fn build_decision_model(
         DecisionsApi::new(&api_url, &settings.decision_model, key, config.timeout())
             .map(|m| Selected {
                 model: Arc::new(m),
-                adapter: AdapterChoice::Decisions,
+                adapter: DecisionAdapter::Decisions,
                 reason,
             })
             .map_err(|source| FactoryError::Build {
@@ -139,14 +139,14 @@ pub fn build_decision_model(
     let env_name = shown_env_var_name(&config.api_key_env);
     let model = &settings.decision_model;
     match config.adapter {
-        AdapterChoice::Auto => match api_key {
+        DecisionAdapter::Auto => match api_key {
             Some(key) => decisions(
                 Some(key),
                 format!("Decisions API {api_url} with model {model}: {env_name} is set"),
             ),
             None => Ok(local(config, &env, &format!("{env_name} is not set"))),
         },
-        AdapterChoice::Decisions => {
+        DecisionAdapter::Decisions => {
             let reason = match &api_key {
                 Some(_) => format!("Decisions API {api_url} with model {model} (configured)"),
                 None => format!(
@@ -155,7 +155,7 @@ pub fn build_decision_model(
             };
             decisions(api_key, reason)
         }
-        AdapterChoice::OpenAiDecisions => {
+        DecisionAdapter::OpenAiDecisions => {
             let keyed = if api_key.is_some() {
                 String::new()
             } else {
@@ -164,7 +164,7 @@ pub fn build_decision_model(
             OpenAiDecisions::new(&api_url, model, api_key, config.timeout())
                 .map(|m| Selected {
                     model: Arc::new(m),
-                    adapter: AdapterChoice::OpenAiDecisions,
+                    adapter: DecisionAdapter::OpenAiDecisions,
                     reason: format!(
                         "OpenAI Decisions {api_url} with model {model} (configured){keyed}"
                     ),
@@ -174,7 +174,7 @@ pub fn build_decision_model(
                     source,
                 })
         }
-        AdapterChoice::ChatLogprobs => {
+        DecisionAdapter::ChatLogprobs => {
             let url = join_url(&config.chat_base_url, &config.chat_path);
             let chat_model = config.chat_model.as_deref().unwrap_or(model);
             let key = ApiKey::from_lookup(&config.chat_api_key_env, &env);
@@ -195,7 +195,7 @@ pub fn build_decision_model(
             )
             .map(|m| Selected {
                 model: Arc::new(m),
-                adapter: AdapterChoice::ChatLogprobs,
+                adapter: DecisionAdapter::ChatLogprobs,
                 reason: format!(
                     "chat logprobs judge {url} with model {chat_model} (configured){keyed}"
                 ),
@@ -205,7 +205,7 @@ pub fn build_decision_model(
                 source,
             })
         }
-        AdapterChoice::Local | AdapterChoice::Embedding | AdapterChoice::Offline => {
+        DecisionAdapter::Local | DecisionAdapter::Embedding | DecisionAdapter::Offline => {
             local_choice(config, &env)
         }
     }
@@ -215,7 +215,7 @@ pub fn build_decision_model(
 fn lexical(reason: String) -> Selected {
     Selected {
         model: Arc::new(OfflineLexical),
-        adapter: AdapterChoice::Offline,
+        adapter: DecisionAdapter::Offline,
         reason,
     }
 }
@@ -226,8 +226,8 @@ fn local_choice(
     env: &impl Fn(&str) -> Option<String>,
 ) -> Result<Selected, FactoryError> {
     match config.adapter {
-        AdapterChoice::Embedding => embedding(config, env, "configured"),
-        AdapterChoice::Local => Ok(local(config, env, "decision_adapter is \"local\"")),
+        DecisionAdapter::Embedding => embedding(config, env, "configured"),
+        DecisionAdapter::Local => Ok(local(config, env, "decision_adapter is \"local\"")),
         _ => Ok(lexical("offline lexical model (configured)".to_owned())),
     }
 }
@@ -268,7 +268,7 @@ fn embedding(
     );
     Ok(Selected {
         model: Arc::new(EmbeddingModel::new(dir)),
-        adapter: AdapterChoice::Embedding,
+        adapter: DecisionAdapter::Embedding,
         reason,
     })
 }

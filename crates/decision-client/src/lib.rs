@@ -112,7 +112,7 @@ mod tuning;
 #[cfg(feature = "http")]
 pub use chat::ChatLogprobsJudge;
 pub use compaction_core::DecisionModel;
-pub use config::{AdapterChoice, ConfigError, DecisionConfig};
+pub use config::{ConfigError, DecisionAdapter, DecisionConfig};
 #[cfg(feature = "http")]
 pub use decisions::DecisionsApi;
 #[cfg(feature = "embedding")]

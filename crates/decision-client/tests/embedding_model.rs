@@ -12,7 +12,7 @@ use decision_client::embedding::files::{
     MODEL_FILES, ModelDir, WEIGHTS_BYTES, WEIGHTS_FILE, resolve,
 };
 use decision_client::embedding::{EmbeddingModel, Encoder, cosine};
-use decision_client::{AdapterChoice, DecisionConfig, build_decision_model, process_env};
+use decision_client::{DecisionAdapter, DecisionConfig, build_decision_model, process_env};
 
 /// The installed model directory, or `None` (with a SKIPPED line) outside CI.
 fn installed() -> Option<ModelDir> {
@@ -111,7 +111,7 @@ fn auto_picks_the_installed_model_which_loads_lazily_and_embeds_each_turn_once()
         },
     )
     .unwrap();
-    assert_eq!(selected.adapter, AdapterChoice::Embedding);
+    assert_eq!(selected.adapter, DecisionAdapter::Embedding);
     assert!(
         selected
             .reason

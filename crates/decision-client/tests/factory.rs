@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use compaction_core::Settings;
-use decision_client::{AdapterChoice, DecisionConfig, build_decision_model};
+use decision_client::{DecisionAdapter, DecisionConfig, build_decision_model};
 use serde_json::json;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -29,7 +29,7 @@ fn auto_without_a_key_or_model_files_is_offline_and_says_so() {
     let settings = Settings::default().effective().unwrap();
     for blank in [&[][..], &[("OPENROUTER_API_KEY", "   ")][..]] {
         let s = build_decision_model(&settings, &DecisionConfig::default(), env(blank)).unwrap();
-        assert_eq!(s.adapter, AdapterChoice::Offline);
+        assert_eq!(s.adapter, DecisionAdapter::Offline);
         assert!(
             s.reason
                 .starts_with("offline lexical model: OPENROUTER_API_KEY is not set; "),
@@ -71,7 +71,7 @@ fn embedding_without_its_files_is_an_error_and_local_falls_back() {
         env(&[("OPENROUTER_API_KEY", "sk-1")]),
     )
     .unwrap();
-    assert_eq!(s.adapter, AdapterChoice::Offline);
+    assert_eq!(s.adapter, DecisionAdapter::Offline);
     assert!(
         s.reason
             .starts_with("offline lexical model: decision_adapter is \"local\"; "),
@@ -89,7 +89,7 @@ fn auto_with_a_key_is_the_decisions_api_on_openrouter() {
         env(&[("OPENROUTER_API_KEY", "sk-1")]),
     )
     .unwrap();
-    assert_eq!(s.adapter, AdapterChoice::Decisions);
+    assert_eq!(s.adapter, DecisionAdapter::Decisions);
     assert_eq!(
         s.reason,
         "Decisions API https://openrouter.ai/api/alpha/decisions with model inception/mercury-decide: OPENROUTER_API_KEY is set"
@@ -117,7 +117,10 @@ fn explicit_choices_are_honoured() {
     .unwrap();
     assert_eq!(
         (s.adapter, s.reason.as_str()),
-        (AdapterChoice::Offline, "offline lexical model (configured)")
+        (
+            DecisionAdapter::Offline,
+            "offline lexical model (configured)"
+        )
     );
     let s = build_decision_model(
         &settings,
@@ -125,7 +128,7 @@ fn explicit_choices_are_honoured() {
         env(&[]),
     )
     .unwrap();
-    assert_eq!(s.adapter, AdapterChoice::Decisions);
+    assert_eq!(s.adapter, DecisionAdapter::Decisions);
     assert!(
         s.reason
             .ends_with("without a key: OPENROUTER_API_KEY is not set"),
@@ -139,7 +142,7 @@ fn explicit_choices_are_honoured() {
         env(&[]),
     )
     .unwrap();
-    assert_eq!(s.adapter, AdapterChoice::ChatLogprobs);
+    assert_eq!(s.adapter, DecisionAdapter::ChatLogprobs);
     assert_eq!(
         s.reason,
         "chat logprobs judge http://localhost:11434/v1/chat/completions with model qwen3:4b (configured), without a key: OPENROUTER_API_KEY is not set"
@@ -220,10 +223,10 @@ fn a_pasted_key_never_reaches_a_config_error_or_a_reason() {
     let settings = Settings::default().effective().unwrap();
     for secret in SECRETS {
         for adapter in [
-            AdapterChoice::Auto,
-            AdapterChoice::Decisions,
-            AdapterChoice::OpenAiDecisions,
-            AdapterChoice::ChatLogprobs,
+            DecisionAdapter::Auto,
+            DecisionAdapter::Decisions,
+            DecisionAdapter::OpenAiDecisions,
+            DecisionAdapter::ChatLogprobs,
         ] {
             let by_hand = DecisionConfig {
                 adapter,

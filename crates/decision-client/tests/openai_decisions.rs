@@ -7,7 +7,7 @@ mod common;
 use common::{SECRET, render_request, spec_probe};
 use compaction_core::{Settings, TokenUsage};
 use decision_client::openai_decisions::DecisionsRequest;
-use decision_client::{AdapterChoice, DecisionConfig, DecisionError, build_decision_model};
+use decision_client::{DecisionAdapter, DecisionConfig, DecisionError, build_decision_model};
 use serde_json::json;
 use wiremock::matchers::{body_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -53,7 +53,7 @@ async fn the_exact_request_body_and_a_predicate_answer() {
         .mount(&server)
         .await;
     let selected = from_config(&server);
-    assert_eq!(selected.adapter, AdapterChoice::OpenAiDecisions);
+    assert_eq!(selected.adapter, DecisionAdapter::OpenAiDecisions);
     assert!(
         selected
             .reason
@@ -165,7 +165,7 @@ async fn the_readme_recipe_for_a_local_system_one_server_works() {
         |_| None,
     )
     .unwrap();
-    assert_eq!(selected.adapter, AdapterChoice::Decisions);
+    assert_eq!(selected.adapter, DecisionAdapter::Decisions);
     let answer = selected.model.decide(&probe).await.unwrap();
     assert_eq!(answer.probability, 0.91);
     let received = server.received_requests().await.unwrap();

@@ -94,7 +94,7 @@ fn decision_model(
         None => {
             let mut decision_config = decision_client::DecisionConfig::from_map(settings_map)
                 .map_err(|e| e.to_string())?;
-            decision_config.adapter = decision_client::AdapterChoice::Offline;
+            decision_config.adapter = decision_client::DecisionAdapter::Offline;
             decision_client::build_decision_model(effective, &decision_config, |_| None)
                 .map_err(|e| e.to_string())?
                 .model

@@ -16,6 +16,11 @@ pub(crate) struct Head {
     /// Platt's shift in a research context.
     pub(crate) pc: f64,
     pub(crate) pb: f64,
+    /// The research prior's shift of the logit, chosen inside the training folds
+    /// ([`crate::nested`]); 0 until chosen.
+    pub(crate) shift: f64,
+    /// The research block's penalty the head was fitted with (reported).
+    pub(crate) research_l2: f64,
 }
 
 impl Head {
@@ -24,11 +29,17 @@ impl Head {
     }
 
     pub(crate) fn p(&self, r: &Row, x: fn(&Row) -> &[f64]) -> f64 {
-        sigmoid(self.a * Self::z(&self.w, self.b, x(r)) + self.pc * r.research + self.pb)
+        sigmoid(self.logit(r, x) + self.shift * r.research)
     }
 
-    /// Logistic regression on `fit`, then Platt on `calibrate`; `x` picks the features.
-    pub(crate) fn fit(fit: &[Row], calibrate: &[Row], x: fn(&Row) -> &[f64], l2: f64) -> Head {
+    /// The calibrated logit, before the research prior's shift.
+    pub(crate) fn logit(&self, r: &Row, x: fn(&Row) -> &[f64]) -> f64 {
+        self.a * Self::z(&self.w, self.b, x(r)) + self.pc * r.research + self.pb
+    }
+
+    /// Logistic regression on `fit` (the L2 penalty `l2[i]` on weight i), then Platt on
+    /// `calibrate`; `x` picks the features.
+    pub(crate) fn fit(fit: &[Row], calibrate: &[Row], x: fn(&Row) -> &[f64], l2: &[f64]) -> Head {
         let rows: Vec<(Vec<f64>, f64, f64)> = fit
             .iter()
             .map(|r| (x(r).to_vec(), f64::from(u8::from(r.y)), r.w))
@@ -44,20 +55,22 @@ impl Head {
                 )
             })
             .collect();
-        let (pb, a) = newton(&zs, 1e-6);
+        let (pb, a) = newton(&zs, &[1e-6, 1e-6]);
         Head {
             w,
             b,
             a: a[0],
             pc: a[1],
             pb,
+            shift: 0.0,
+            research_l2: 0.0,
         }
     }
 }
 
 /// Weighted L2 logistic regression by Newton's method (the bias is not penalized):
-/// minimizes Σ wᵢ·loss(yᵢ, σ(b + w·xᵢ)) / Σ wᵢ + λ/2·|w|². Returns (b, w).
-fn newton(rows: &[(Vec<f64>, f64, f64)], l2: f64) -> (f64, Vec<f64>) {
+/// minimizes Σ wᵢ·loss(yᵢ, σ(b + w·xᵢ)) / Σ wᵢ + Σⱼ λⱼ/2·wⱼ². Returns (b, w).
+fn newton(rows: &[(Vec<f64>, f64, f64)], l2: &[f64]) -> (f64, Vec<f64>) {
     let d = rows[0].0.len() + 1;
     let n: f64 = rows.iter().map(|r| r.2).sum();
     let mut theta = vec![0.0f64; d];
@@ -76,9 +89,9 @@ fn newton(rows: &[(Vec<f64>, f64, f64)], l2: f64) -> (f64, Vec<f64>) {
                 }
             }
         }
-        for i in 1..d {
-            g[i] += l2 * theta[i];
-            h[i][i] += l2;
+        for (i, l) in (1..d).zip(l2) {
+            g[i] += l * theta[i];
+            h[i][i] += l;
         }
         let step = solve(h, g);
         let mut moved = 0.0f64;

@@ -29,6 +29,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod logistic;
+mod nested;
 mod store;
 
 use std::path::{Path, PathBuf};
@@ -37,7 +38,7 @@ use std::process::ExitCode;
 use compaction_core::CharsPerToken;
 use compaction_core::DEFAULT_STATE_BUDGET_TOKENS;
 use decision_client::embedding::Encoder;
-use decision_client::embedding::features::feature_names;
+use decision_client::embedding::features::{N_BASE, N_FEATURES, feature_names};
 use decision_client::embedding::files::resolve;
 use decision_client::eval::{load_cases, metrics, roc_auc};
 use decision_client::sessions::{load_sessions, turn_cases};
@@ -51,9 +52,26 @@ const TAU: f64 = 0.75;
 /// then the highest TIAGE dev AUC; see docs/DECISION-QUALITY.md).
 const SESSION_WEIGHT: f64 = 5.0;
 const L2: f64 = 0.0001;
+/// The penalty of the research block (research weights = shared + research block).
+const RESEARCH_L2: f64 = 0.0001;
+
+/// The L2 penalties: `l2` on every weight but the research block's, `research` on those.
+#[derive(Clone, Copy, Debug)]
+struct Reg {
+    l2: f64,
+    research: f64,
+}
+
+const REG: Reg = Reg {
+    l2: L2,
+    research: RESEARCH_L2,
+};
 
 fn embedding_x(r: &Row) -> &[f64] {
     &r.x
+}
+fn separate_x(r: &Row) -> &[f64] {
+    &r.xs
 }
 fn lexical_x(r: &Row) -> &[f64] {
     &r.lex
@@ -70,6 +88,8 @@ struct Data {
     /// The sessions `--search` chooses on (those read from outside the repository): the
     /// repository's sessions are only reported.
     tuning: Vec<String>,
+    /// No research prior: every head keeps δ = 0.
+    no_prior: bool,
 }
 
 impl Data {
@@ -84,23 +104,42 @@ impl Data {
         rows
     }
 
-    fn head(&self, held_out: Option<&str>, x: fn(&Row) -> &[f64], weight: f64, l2: f64) -> Head {
+    /// The head fitted on TIAGE and every session but `left_out` (no research prior).
+    fn head_without(
+        &self,
+        left_out: &[&str],
+        x: fn(&Row) -> &[f64],
+        weight: f64,
+        reg: Reg,
+    ) -> Head {
         let others: Vec<&(String, Vec<Row>)> = self
             .sessions
             .iter()
-            .filter(|(n, _)| Some(n.as_str()) != held_out)
+            .filter(|(n, _)| !left_out.contains(&n.as_str()))
+            .collect();
+        let d = x(&self.train[0]).len();
+        // The embedding features' research block (a shift from the shared weights in a
+        // research context) has its own penalty; the lexical features have one block.
+        let penalty: Vec<f64> = (0..d)
+            .map(|i| {
+                if d == N_FEATURES && (N_BASE..2 * N_BASE).contains(&i) {
+                    reg.research
+                } else {
+                    reg.l2
+                }
+            })
             .collect();
         Head::fit(
             &self.with(&self.train, &others, weight),
             &self.with(&self.dev, &others, weight),
             x,
-            l2,
+            &penalty,
         )
     }
 
     /// Every session scored by the head fitted without it: (session, [(p, y, turn)]).
-    fn loso(&self, x: fn(&Row) -> &[f64], weight: f64, l2: f64) -> Vec<Fold> {
-        self.loso_of(|_| true, x, weight, l2)
+    fn loso(&self, x: fn(&Row) -> &[f64], weight: f64, reg: Reg) -> Vec<Fold> {
+        self.loso_of(|_| true, x, weight, reg)
     }
 
     /// [`Data::loso`] for the sessions `keep` names.
@@ -109,18 +148,24 @@ impl Data {
         keep: impl Fn(&str) -> bool,
         x: fn(&Row) -> &[f64],
         weight: f64,
-        l2: f64,
+        reg: Reg,
     ) -> Vec<Fold> {
         self.sessions
             .iter()
             .filter(|(name, _)| keep(name))
             .map(|(name, rows)| {
-                let head = self.head(Some(name), x, weight, l2);
+                let head = self.nested_head(&[name], x, weight, reg);
                 let scored = rows
                     .iter()
                     .map(|r| (head.p(r, x), r.y, r.name.clone()))
                     .collect();
-                (name.clone(), scored)
+                (
+                    format!(
+                        "{name} (prior shift {:.1}, research L2 {})",
+                        head.shift, head.research_l2
+                    ),
+                    scored,
+                )
             })
             .collect()
     }
@@ -183,9 +228,9 @@ fn search(data: &Data) {
                 |n| data.tuning.iter().any(|t| t == n),
                 embedding_x,
                 weight,
-                l2,
+                Reg { l2, research: l2 },
             );
-            let head = data.head(None, embedding_x, weight, l2);
+            let head = data.nested_head(&[], embedding_x, weight, Reg { l2, research: l2 });
             let dev = roc_auc(
                 &data
                     .dev
@@ -257,6 +302,10 @@ fn constants_block(head: &Head, note: &str) -> String {
         "/// Platt scaling's shift in a research context.\npub const PLATT_RESEARCH: f64 = {:.4};\n",
         head.pc
     ));
+    out.push_str(&format!(
+        "/// The research prior's shift of the logit, chosen by leave-one-session-out over the\n/// sessions (balanced recall and specificity at τ).\npub const RESEARCH_PRIOR_SHIFT: f64 = {:.1};\n",
+        head.shift
+    ));
     out.push_str("// FITTED-CONSTANTS-END\n");
     out
 }
@@ -280,6 +329,12 @@ struct Args {
     cases: PathBuf,
     sessions: Vec<PathBuf>,
     model_dir: Option<PathBuf>,
+    /// The separate layout (one block per context, no shared weights: the design before
+    /// issue 31's second round), for the ablation.
+    separate: bool,
+    /// No research prior (δ = 0): calibrated p.
+    no_prior: bool,
+    reg: Reg,
 }
 
 fn args() -> Result<Args, String> {
@@ -290,6 +345,9 @@ fn args() -> Result<Args, String> {
         cases: test_data::repo_path(test_data::TIAGE_CASES),
         sessions: Vec::new(),
         model_dir: None,
+        separate: false,
+        no_prior: false,
+        reg: REG,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -305,6 +363,15 @@ fn args() -> Result<Args, String> {
             "--cases" => a.cases = value()?,
             "--sessions" => a.sessions.push(value()?),
             "--model-dir" => a.model_dir = Some(value()?),
+            "--separate" => a.separate = true,
+            "--no-prior" => a.no_prior = true,
+            "--research-l2" => {
+                let v = value()?;
+                a.reg.research = v
+                    .to_str()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or(format!("--research-l2: not a number: {}", v.display()))?;
+            }
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -361,6 +428,7 @@ fn load(a: &Args) -> Result<(Data, Store), String> {
             test,
             sessions,
             tuning,
+            no_prior: a.no_prior,
         },
         store,
     ))
@@ -389,18 +457,23 @@ fn main() -> ExitCode {
         search(&data);
         return ExitCode::SUCCESS;
     }
+    let emb = if a.separate { separate_x } else { embedding_x };
+    eprintln!(
+        "penalties {:?}, separate blocks {}, research prior {}",
+        a.reg, a.separate, !a.no_prior
+    );
     report(
         "embedding model, leave-one-session-out",
-        &data.loso(embedding_x, SESSION_WEIGHT, L2),
+        &data.loso(emb, SESSION_WEIGHT, a.reg),
     );
     report(
         "lexical model, refitted per fold, leave-one-session-out",
-        &data.loso(lexical_x, SESSION_WEIGHT, L2),
+        &data.loso(lexical_x, SESSION_WEIGHT, a.reg),
     );
-    let head = data.head(None, embedding_x, SESSION_WEIGHT, L2);
-    let lexical = data.head(None, lexical_x, SESSION_WEIGHT, L2);
+    let head = data.nested_head(&[], emb, SESSION_WEIGHT, a.reg);
+    let lexical = data.nested_head(&[], lexical_x, SESSION_WEIGHT, a.reg);
     for (label, h, x) in [
-        ("embedding", &head, embedding_x as fn(&Row) -> &[f64]),
+        ("embedding", &head, emb as fn(&Row) -> &[f64]),
         ("lexical (refitted)", &lexical, lexical_x),
     ] {
         for (split, rows) in [
@@ -418,13 +491,15 @@ fn main() -> ExitCode {
         &data
             .test
             .iter()
-            .map(|r| (head.p(r, embedding_x), r.y))
+            .map(|r| (head.p(r, emb), r.y))
             .collect::<Vec<_>>(),
     );
     let names: Vec<&str> = data.sessions.iter().map(|(n, _)| n.as_str()).collect();
     let note = format!(
-        "// Fitted by `cargo run --release -p adaptive-compaction-decision-client --features embedding,eval\n// --example fit_embedding_model -- --write`: weights on {} TIAGE train cases + sessions\n// {names:?} (weight {SESSION_WEIGHT}, L2 {L2}), Platt on {} TIAGE dev cases + the same sessions.\n// TIAGE test AUC {test_auc:.3}.\n",
+        "// Fitted by `cargo run --release -p adaptive-compaction-decision-client --features embedding,eval\n// --example fit_embedding_model -- --write`: weights on {} TIAGE train cases + sessions\n// {names:?} (weight {SESSION_WEIGHT}, L2 {L2}; research block L2 {} and prior shift {:.1} chosen by\n// leave-one-session-out over them), Platt on {} TIAGE dev cases + the same sessions.\n// TIAGE test AUC {test_auc:.3}.\n",
         data.train.len(),
+        head.research_l2,
+        head.shift,
         data.dev.len()
     );
     let block = constants_block(&head, &note);

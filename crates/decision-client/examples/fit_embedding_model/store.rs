@@ -14,6 +14,9 @@ use decision_client::offline::Features;
 #[derive(Clone)]
 pub(crate) struct Row {
     pub(crate) x: Vec<f64>,
+    /// `x` in the separate layout (`--separate`, the ablation): the first block only outside
+    /// a research context, so the two contexts share no weight.
+    pub(crate) xs: Vec<f64>,
     pub(crate) y: bool,
     pub(crate) w: f64,
     /// Lexical features, for the lexical model beside it.
@@ -149,6 +152,7 @@ impl Store {
                 head::probability(&x, lexical.research_context),
                 decision_client::offline::probability(state),
             ),
+            xs: separate_layout(&x),
             x: x.to_vec(),
             y,
             w,
@@ -157,4 +161,15 @@ impl Store {
             research: if lexical.research_context { 1.0 } else { 0.0 },
         }
     }
+}
+
+/// The separate layout of the features: the shared block zeroed in a research context
+/// (where the research block holds the same values).
+pub(crate) fn separate_layout(x: &[f64]) -> Vec<f64> {
+    use decision_client::embedding::features::{N_BASE, N_FEATURES};
+    let mut out = x.to_vec();
+    if x[N_FEATURES - 1] > 0.0 {
+        out[..N_BASE].iter_mut().for_each(|v| *v = 0.0);
+    }
+    out
 }

@@ -18,11 +18,13 @@
 //! | `prev_table` | the previous reply holds a Markdown table (structure: a deliverable that gathers the unit) |
 //! | the lexical model's fitted features but `research_context` | [`crate::offline`] (novelty shares, a question, query length, the cue lists that occur in TIAGE, …) |
 //!
-//! Each of these appears twice, in a chit-chat block (`chat.*`, zero in a research context)
-//! and a research block (`research.*`, zero outside one), then `research_context`: the decision
-//! state of a research session holds long findings summaries in one field, usually just one
-//! earlier turn within the 500-token budget, while chit-chat wanders; one weight per context
-//! lets TIAGE fit the first block and the research sessions the second.
+//! Each of these appears twice: in the shared block (`all.*`, every state) and in the
+//! research block (`research.*`, the same values in a research context, zero outside one),
+//! then `research_context`. A research context's weight of a feature is the shared weight plus
+//! the research block's: TIAGE's thousands of chit-chat shifts fit the shared weights, the
+//! labelled research sessions (few, long findings summaries, usually just one earlier turn
+//! within the 500-token budget) only how research differs, and the fit's penalty on the
+//! research block keeps that difference small unless the sessions need it.
 
 use crate::offline::{FITTED_FEATURES as LEXICAL_FEATURES, Features as Lexical};
 
@@ -72,7 +74,7 @@ pub const N_SIMILARITIES: usize = 12;
 /// Number of features of one context block: the similarities and the lexical model's fitted
 /// features but its last (`research_context`, which chooses the block).
 pub const N_BASE: usize = N_SIMILARITIES + LEXICAL_FEATURES.len() - 1;
-/// Number of fitted features: a chit-chat block, a research block, and `research_context`.
+/// Number of fitted features: a shared block, a research block, and `research_context`.
 pub const N_FEATURES: usize = 2 * N_BASE + 1;
 
 /// The similarities of meaning, in order.
@@ -91,8 +93,8 @@ pub const SIMILARITY_NAMES: [&str; N_SIMILARITIES] = [
     "prev_table",
 ];
 
-/// Names of the fitted features, in weight order: `chat.<name>` for the chit-chat block
-/// (0 in a research context), `research.<name>` for the research block (0 outside one), then
+/// Names of the fitted features, in weight order: `all.<name>` for the shared block (every
+/// state), `research.<name>` for the research block (0 outside a research context), then
 /// `research_context`.
 pub fn feature_names() -> Vec<String> {
     let base: Vec<&str> = SIMILARITY_NAMES
@@ -100,7 +102,7 @@ pub fn feature_names() -> Vec<String> {
         .chain(&LEXICAL_FEATURES[..LEXICAL_FEATURES.len() - 1])
         .copied()
         .collect();
-    ["chat", "research"]
+    ["all", "research"]
         .iter()
         .flat_map(|block| base.iter().map(move |n| format!("{block}.{n}")))
         .chain(std::iter::once("research_context".to_owned()))
@@ -205,21 +207,22 @@ pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
 }
 
 /// The fitted features of a state from its vectors and its lexical features: the
-/// similarities and the lexical features in the block of the state's context (research or
-/// chit-chat, the other block 0), then `research_context`. Research sessions stay within one
-/// field and pivot about once in six turns, chit-chat wanders: one weight per context lets
-/// each be fitted on its own data.
+/// similarities and the lexical features in the shared block, again in the research block
+/// when the state is a research context (else 0 there), then `research_context`. Research
+/// sessions stay within one field and pivot about once in six turns, chit-chat wanders: the
+/// research block lets the sessions move their weights away from the shared ones.
 pub fn features(v: &StateVectors, lexical: &Lexical) -> [f64; N_FEATURES] {
     let research = lexical.research_context;
     let lex = lexical.fitted();
     let mut x = [0.0; N_FEATURES];
-    let block = if research { N_BASE } else { 0 };
-    for (slot, value) in x[block..block + N_BASE].iter_mut().zip(
-        similarities(v)
-            .into_iter()
-            .chain(lex[..lex.len() - 1].iter().copied()),
-    ) {
-        *slot = value;
+    let values = similarities(v)
+        .into_iter()
+        .chain(lex[..lex.len() - 1].iter().copied());
+    for (i, value) in values.enumerate() {
+        x[i] = value;
+        if research {
+            x[N_BASE + i] = value;
+        }
     }
     x[N_FEATURES - 1] = flag(research);
     x
@@ -266,7 +269,7 @@ mod tests {
     fn one_name_per_feature_in_two_blocks() {
         let names = feature_names();
         assert_eq!(names.len(), N_FEATURES);
-        assert_eq!(names[0], "chat.sim_prev_query");
+        assert_eq!(names[0], "all.sim_prev_query");
         assert_eq!(names[N_BASE], "research.sim_prev_query");
         assert_eq!(names[N_FEATURES - 1], "research_context");
     }
@@ -320,7 +323,16 @@ mod tests {
         let back = features(&state(&c), &lexical);
         assert!((stay[3] - 1.0).abs() < 1e-6 && away[3].abs() < 1e-6);
         assert!(back[6] > 0.99 && stay[6] == 0.0, "{back:?}");
-        // Outside a research context the research block is zero.
+        // Outside a research context the research block is zero; in one it repeats the
+        // shared block.
         assert!(stay[N_BASE..N_FEATURES].iter().all(|x| *x == 0.0));
+        let research = Lexical {
+            research_context: true,
+            ..Lexical::default()
+        };
+        let stay_research = features(&state(&a), &research);
+        assert_eq!(stay_research[..N_BASE], stay_research[N_BASE..2 * N_BASE]);
+        assert_eq!(stay_research[..N_BASE], stay[..N_BASE]);
+        assert_eq!(stay_research[N_FEATURES - 1], 1.0);
     }
 }
