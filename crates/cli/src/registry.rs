@@ -152,7 +152,7 @@ impl Registry {
     /// parsers ([`decision_client::DecisionConfig::from_map`],
     /// [`summarizer::SummarizerConfig::from_map`]).
     pub fn builtin() -> Registry {
-        use decision_client::config::{DecisionAdapter as D, KEY_ADAPTER as D_KEY, KEYS as D_KEYS};
+        use decision_client::{DecisionAdapter as D, KEY_ADAPTER as D_KEY, KEYS as D_KEYS};
         use summarizer::{KEY_ADAPTER as S_KEY, KEYS as S_KEYS, SummarizerAdapter as S};
         let mut registry = Registry::empty();
         for choice in [
@@ -295,7 +295,7 @@ impl Registry {
     /// only when they name a built-in adapter), for `compaction config set` before it writes.
     /// An extra adapter's values are checked by its constructor.
     pub fn validate(&self, config: &Map<String, Value>) -> Result<(), RegistryError> {
-        use decision_client::config::{DecisionAdapter as D, KEY_ADAPTER as D_KEY, KEYS as D_KEYS};
+        use decision_client::{DecisionAdapter as D, KEY_ADAPTER as D_KEY, KEYS as D_KEYS};
         use summarizer::{KEY_ADAPTER as S_KEY, KEYS as S_KEYS};
         self.check(config)?;
         let mut decision = only_keys(config, DECISION_PREFIX, &D_KEYS);
@@ -352,10 +352,7 @@ impl Registry {
 }
 
 /// The two keys that choose an adapter: `decision_adapter`, `summarizer_adapter`.
-pub const ADAPTER_KEYS: [&str; 2] = [
-    decision_client::config::KEY_ADAPTER,
-    summarizer::KEY_ADAPTER,
-];
+pub const ADAPTER_KEYS: [&str; 2] = [decision_client::KEY_ADAPTER, summarizer::KEY_ADAPTER];
 
 /// The entry `key` names in `config` (`auto` when absent).
 fn chosen<'r, T>(

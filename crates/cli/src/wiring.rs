@@ -74,10 +74,7 @@ pub(crate) fn wire(
     let (settings, mut raw, origin) = match source {
         ConfigSource::EmbeddedOffline => {
             let mut raw = Map::new();
-            raw.insert(
-                decision_client::config::KEY_ADAPTER.into(),
-                Value::from("local"),
-            );
+            raw.insert(decision_client::KEY_ADAPTER.into(), Value::from("local"));
             raw.insert(summarizer::KEY_ADAPTER.into(), Value::from("offline"));
             (Settings::default(), raw, "spec defaults (demo)".to_owned())
         }
@@ -102,10 +99,7 @@ pub(crate) fn wire(
         },
     };
     if let Some(choice) = decision {
-        raw.insert(
-            decision_client::config::KEY_ADAPTER.into(),
-            Value::from(choice),
-        );
+        raw.insert(decision_client::KEY_ADAPTER.into(), Value::from(choice));
     }
     if let Some(choice) = summarizer {
         raw.insert(summarizer::KEY_ADAPTER.into(), Value::from(choice));

@@ -34,29 +34,29 @@ use crate::http::{ENV_VAR_NAME_FORM, describe_non_env_var_name, is_env_var_name}
 /// Key: which adapter to build.
 pub const KEY_ADAPTER: &str = "decision_adapter";
 /// Key: Decisions API base URL.
-pub const KEY_API_BASE_URL: &str = "decision_api_base_url";
+pub(crate) const KEY_API_BASE_URL: &str = "decision_api_base_url";
 /// Key: Decisions API path.
-pub const KEY_API_PATH: &str = "decision_api_path";
+pub(crate) const KEY_API_PATH: &str = "decision_api_path";
 /// Key: the environment variable holding the Decisions API key.
-pub const KEY_API_KEY_ENV: &str = "decision_api_key_env";
+pub(crate) const KEY_API_KEY_ENV: &str = "decision_api_key_env";
 /// Key: the timeout of one probe, in seconds.
-pub const KEY_TIMEOUT_SECS: &str = "decision_timeout_secs";
+pub(crate) const KEY_TIMEOUT_SECS: &str = "decision_timeout_secs";
 /// Key: chat-completions base URL.
-pub const KEY_CHAT_BASE_URL: &str = "decision_chat_base_url";
+pub(crate) const KEY_CHAT_BASE_URL: &str = "decision_chat_base_url";
 /// Key: chat-completions path.
-pub const KEY_CHAT_PATH: &str = "decision_chat_path";
+pub(crate) const KEY_CHAT_PATH: &str = "decision_chat_path";
 /// Key: the chat judge's model slug.
-pub const KEY_CHAT_MODEL: &str = "decision_chat_model";
+pub(crate) const KEY_CHAT_MODEL: &str = "decision_chat_model";
 /// Key: the environment variable holding the chat judge's key.
-pub const KEY_CHAT_API_KEY_ENV: &str = "decision_chat_api_key_env";
+pub(crate) const KEY_CHAT_API_KEY_ENV: &str = "decision_chat_api_key_env";
 /// Key: how many first-token alternatives the judge asks for.
-pub const KEY_CHAT_TOP_LOGPROBS: &str = "decision_chat_top_logprobs";
+pub(crate) const KEY_CHAT_TOP_LOGPROBS: &str = "decision_chat_top_logprobs";
 
 /// Key: the directory of the embedding model's files.
-pub const KEY_EMBEDDING_MODEL_DIR: &str = "decision_embedding_model_dir";
+pub(crate) const KEY_EMBEDDING_MODEL_DIR: &str = "decision_embedding_model_dir";
 
 /// The prefix of every decision-client key.
-pub const KEY_PREFIX: &str = "decision_";
+pub(crate) const KEY_PREFIX: &str = "decision_";
 
 /// Every key this module reads, in table order.
 pub const KEYS: [&str; 11] = [
@@ -174,7 +174,7 @@ impl Default for DecisionConfig {
 /// A decision-client key holds a value of the wrong form.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub enum DecisionConfigError {
     /// A `decision_*` key this crate does not read (a misspelling).
     #[error("unknown key {key}; the decision keys are: {}", KEYS.join(", "))]
     UnknownKey {
@@ -194,8 +194,8 @@ pub enum ConfigError {
     },
 }
 
-fn invalid(key: &'static str, expected: &'static str, found: &Value) -> ConfigError {
-    ConfigError::Invalid {
+fn invalid(key: &'static str, expected: &'static str, found: &Value) -> DecisionConfigError {
+    DecisionConfigError::Invalid {
         key,
         expected,
         found: found.to_string(),
@@ -208,7 +208,7 @@ fn env_var_name(
     map: &Map<String, Value>,
     key: &'static str,
     target: &mut String,
-) -> Result<(), ConfigError> {
+) -> Result<(), DecisionConfigError> {
     match map.get(key) {
         None => Ok(()),
         Some(value) => match value.as_str().map(str::trim) {
@@ -216,7 +216,7 @@ fn env_var_name(
                 name.clone_into(target);
                 Ok(())
             }
-            _ => Err(ConfigError::Invalid {
+            _ => Err(DecisionConfigError::Invalid {
                 key,
                 expected: ENV_VAR_NAME_FORM,
                 found: describe_non_env_var_name(value),
@@ -230,7 +230,7 @@ fn string(
     key: &'static str,
     expected: &'static str,
     target: &mut String,
-) -> Result<(), ConfigError> {
+) -> Result<(), DecisionConfigError> {
     match map.get(key) {
         None => Ok(()),
         Some(Value::String(s)) if !s.trim().is_empty() => {
@@ -244,12 +244,12 @@ fn string(
 impl DecisionConfig {
     /// Reads the decision-client keys from a settings object, ignoring every other key.
     /// Absent keys keep their defaults; a present key with a wrong value is an error naming it.
-    pub fn from_map(map: &Map<String, Value>) -> Result<DecisionConfig, ConfigError> {
+    pub fn from_map(map: &Map<String, Value>) -> Result<DecisionConfig, DecisionConfigError> {
         if let Some(key) = map
             .keys()
             .find(|k| k.starts_with(KEY_PREFIX) && !KEYS.contains(&k.as_str()))
         {
-            return Err(ConfigError::UnknownKey { key: key.clone() });
+            return Err(DecisionConfigError::UnknownKey { key: key.clone() });
         }
         let mut c = DecisionConfig::default();
         if let Some(v) = map.get(KEY_ADAPTER) {
@@ -275,7 +275,7 @@ impl DecisionConfig {
                 return Err(invalid(key, URL, &Value::String(base.clone())));
             }
             if crate::http::has_credentials(base) {
-                return Err(ConfigError::Invalid {
+                return Err(DecisionConfigError::Invalid {
                     key,
                     expected: crate::http::NO_CREDENTIALS_FORM,
                     found: "a URL with credentials (not shown)".to_owned(),

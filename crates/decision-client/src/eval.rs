@@ -10,12 +10,10 @@
 use std::fmt;
 use std::path::Path;
 
-use compaction_core::StateTurn;
 use compaction_core::{DecisionModel, DecisionState, ProbeRequest};
 use serde::Deserialize;
 
 use crate::offline::lexical_novelty;
-use crate::offline::text::pairs;
 
 /// One labelled case.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -46,28 +44,7 @@ impl Case {
     }
 }
 
-/// A decision state from serial Markdown alone (a case file's text, a hand-written state):
-/// the turns are read from the `**User**:` / `**Assistant**:` markers.
-pub fn state_from_markdown(earlier_discussion: &str, latest_turn: &str) -> DecisionState {
-    let mut turns: Vec<StateTurn> = pairs(earlier_discussion)
-        .into_iter()
-        .chain(pairs(latest_turn).into_iter().take(1))
-        .map(|p| StateTurn {
-            user: p.user,
-            assistant: p.assistant,
-            ..StateTurn::default()
-        })
-        .collect();
-    let n = turns.len();
-    for (i, t) in turns.iter_mut().enumerate() {
-        t.age = n - 1 - i;
-    }
-    DecisionState {
-        earlier_discussion: earlier_discussion.to_owned(),
-        latest_turn: latest_turn.to_owned(),
-        turns,
-    }
-}
+pub use crate::offline::text::state_from_markdown;
 
 /// A case file could not be read.
 #[derive(Debug, thiserror::Error)]

@@ -78,8 +78,14 @@
 //! ```
 #![warn(missing_docs)]
 
+/// Exposed for this crate's own tests and this workspace's adapters; outside semver (the
+/// adapter it holds is re-exported at the crate root).
+#[doc(hidden)]
 pub mod chat;
-pub mod config;
+mod config;
+/// Exposed for this crate's own tests and this workspace's adapters; outside semver (the
+/// adapter it holds is re-exported at the crate root).
+#[doc(hidden)]
 pub mod decisions;
 pub mod embedding;
 pub mod error;
@@ -91,12 +97,18 @@ mod eval;
 #[cfg(feature = "http")]
 mod exchange;
 pub mod factory;
+/// The HTTP plumbing every remote adapter shares, this workspace's summarizer included; outside
+/// semver.
+#[doc(hidden)]
 pub mod http;
 #[cfg(feature = "eval")]
 pub mod offline;
 #[cfg(not(feature = "eval"))]
 #[allow(dead_code, unreachable_pub)]
 mod offline;
+/// Exposed for this crate's own tests and this workspace's adapters; outside semver (the
+/// adapter it holds is re-exported at the crate root).
+#[doc(hidden)]
 pub mod openai_decisions;
 #[cfg(feature = "eval")]
 pub mod sessions;
@@ -112,7 +124,7 @@ mod tuning;
 #[cfg(feature = "http")]
 pub use chat::ChatLogprobsJudge;
 pub use compaction_core::DecisionModel;
-pub use config::{ConfigError, DecisionAdapter, DecisionConfig};
+pub use config::{DecisionAdapter, DecisionConfig, DecisionConfigError, KEY_ADAPTER, KEYS};
 #[cfg(feature = "http")]
 pub use decisions::DecisionsApi;
 #[cfg(feature = "embedding")]

@@ -46,7 +46,7 @@ impl Listing {
             out.push('\n');
         }
         if !self.test_support.is_empty() {
-            out.push_str("# test support (feature-gated, not counted)\n");
+            out.push_str("# outside semver: the test-support and eval features (not counted)\n");
             for line in &self.test_support {
                 out.push_str(line);
                 out.push('\n');

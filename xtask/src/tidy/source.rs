@@ -16,7 +16,7 @@ pub(crate) struct Module {
     pub public: bool,
     /// Compiled only for tests (`#[cfg(test)]` on it or on a parent).
     pub test_only: bool,
-    /// Compiled only with a test-support feature (`cfg(any(test, feature = "test-support"))`).
+    /// Compiled only with a feature outside semver (`test-support`, `eval`).
     pub test_support: bool,
     /// A library root (`lib.rs`) rather than a binary's `main.rs`.
     pub in_lib: bool,
@@ -160,10 +160,12 @@ pub(crate) fn cfg_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| attr_text(a) == "cfg(test)")
 }
 
+/// Compiled only with a feature that is outside semver: `test-support` (fakes for tests) or
+/// `eval` (a model's evaluation and fitted internals).
 fn cfg_test_support(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         let t = attr_text(a);
-        t.starts_with("cfg(") && t.contains("test-support")
+        t.starts_with("cfg(") && (t.contains("test-support") || t.contains("feature=\"eval\""))
     })
 }
 

@@ -34,7 +34,7 @@ pub const INSTALL_HINT: &str = "install them with `cargo xtask fetch-model` (fro
 
 /// Where a model directory was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
+pub enum ModelOrigin {
     /// The config key `decision_embedding_model_dir`.
     Configured,
     /// The platform cache directory.
@@ -47,7 +47,7 @@ pub enum Origin {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelDir {
     path: PathBuf,
-    origin: Origin,
+    origin: ModelOrigin,
 }
 
 /// The model files are absent or unusable.
@@ -87,7 +87,7 @@ pub enum ModelFileError {
 impl ModelDir {
     /// Checks that `path` holds the three files: each present, the weights of the fitted
     /// size. Cheap (file metadata only); [`super::Encoder::load`] reads them.
-    pub fn check(path: &Path, origin: Origin) -> Result<ModelDir, ModelFileError> {
+    pub fn check(path: &Path, origin: ModelOrigin) -> Result<ModelDir, ModelFileError> {
         for file in MODEL_FILES {
             let p = path.join(file);
             let meta = std::fs::metadata(&p).map_err(|source| match source.kind() {
@@ -121,7 +121,7 @@ impl ModelDir {
     }
 
     /// Where it was found.
-    pub fn origin(&self) -> Origin {
+    pub fn origin(&self) -> ModelOrigin {
         self.origin
     }
 }
@@ -171,14 +171,14 @@ pub fn resolve(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<ModelDir, ModelFileError> {
     if let Some(dir) = configured {
-        return ModelDir::check(dir, Origin::Configured);
+        return ModelDir::check(dir, ModelOrigin::Configured);
     }
     let mut searched = Vec::new();
     if let Some(dir) = platform_model_dir(&env) {
         // A directory that exists but is incomplete or damaged says so, rather than being
         // passed over for a hub snapshot.
         if dir.exists() {
-            return ModelDir::check(&dir, Origin::PlatformCache);
+            return ModelDir::check(&dir, ModelOrigin::PlatformCache);
         }
         searched.push(dir.display().to_string());
     }
@@ -189,7 +189,7 @@ pub fn resolve(
         found.sort();
         if let Some(dir) = found
             .iter()
-            .find_map(|d| ModelDir::check(d, Origin::HubCache).ok())
+            .find_map(|d| ModelDir::check(d, ModelOrigin::HubCache).ok())
         {
             return Ok(dir);
         }
@@ -236,12 +236,12 @@ mod tests {
         let found = resolve(None, &env).unwrap();
         assert_eq!(
             (found.path(), found.origin()),
-            (hub.as_path(), Origin::HubCache)
+            (hub.as_path(), ModelOrigin::HubCache)
         );
         let platform = home.join(".cache/adaptive-compaction/models/all-MiniLM-L6-v2");
         install(&platform, WEIGHTS_BYTES);
         let found = resolve(None, &env).unwrap();
-        assert_eq!(found.origin(), Origin::PlatformCache);
+        assert_eq!(found.origin(), ModelOrigin::PlatformCache);
         // XDG_CACHE_HOME moves the cache.
         let xdg = env_of(&[
             ("HOME", home.to_str().unwrap()),

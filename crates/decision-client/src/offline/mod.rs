@@ -6,7 +6,7 @@
 //! The structured turns the core's state extraction rendered ([`DecisionState::turns`]): the
 //! latest user query ("the query"), the latest assistant reply, and each earlier turn on its
 //! own. It never parses the Markdown back; a state made from text alone (a case file) is read
-//! by [`crate::eval::state_from_markdown`], the case format's reader.
+//! by [`text::state_from_markdown`], the case format's reader.
 //!
 //! # Features
 //! | feature | meaning | rubric criterion |
@@ -398,7 +398,7 @@ pub(crate) fn turns_of(state: &DecisionState) -> std::borrow::Cow<'_, [StateTurn
         && !(state.earlier_discussion.is_empty() && state.latest_turn.is_empty())
     {
         std::borrow::Cow::Owned(
-            crate::eval::state_from_markdown(&state.earlier_discussion, &state.latest_turn).turns,
+            text::state_from_markdown(&state.earlier_discussion, &state.latest_turn).turns,
         )
     } else {
         std::borrow::Cow::Borrowed(&state.turns)
@@ -566,7 +566,7 @@ mod tests {
     use super::*;
 
     fn state(earlier: &str, latest: &str) -> DecisionState {
-        crate::eval::state_from_markdown(earlier, latest)
+        text::state_from_markdown(earlier, latest)
     }
 
     fn turn(age: usize, user: &str, assistant: &str) -> StateTurn {

@@ -2,6 +2,8 @@
 
 use std::collections::HashSet;
 
+use compaction_core::{DecisionState, StateTurn};
+
 /// One `**User**: …` / `**Assistant**: …` pair.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Pair {
@@ -318,6 +320,29 @@ pub fn padded(normalized: &str) -> String {
         out.push(' ');
     }
     out
+}
+
+/// A decision state from serial Markdown alone (a case file's text, a hand-written state):
+/// the turns are read from the `**User**:` / `**Assistant**:` markers.
+pub fn state_from_markdown(earlier_discussion: &str, latest_turn: &str) -> DecisionState {
+    let mut turns: Vec<StateTurn> = pairs(earlier_discussion)
+        .into_iter()
+        .chain(pairs(latest_turn).into_iter().take(1))
+        .map(|p| StateTurn {
+            user: p.user,
+            assistant: p.assistant,
+            ..StateTurn::default()
+        })
+        .collect();
+    let n = turns.len();
+    for (i, t) in turns.iter_mut().enumerate() {
+        t.age = n - 1 - i;
+    }
+    DecisionState {
+        earlier_discussion: earlier_discussion.to_owned(),
+        latest_turn: latest_turn.to_owned(),
+        turns,
+    }
 }
 
 #[cfg(test)]
