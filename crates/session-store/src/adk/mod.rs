@@ -47,6 +47,7 @@
 //! scope that no `finish_task` closed.
 
 mod detect;
+mod outline;
 mod schema;
 pub(crate) mod store;
 
