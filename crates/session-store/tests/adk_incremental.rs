@@ -127,14 +127,16 @@ impl Writer {
                     .with_scope(format!("p{}", i % 2)),
             ],
             Step::Late => {
-                // A copy of the first row under a new id: same timestamp, so it sorts before the
-                // last row (ADK's order is timestamp, then id or insertion).
+                // A copy of the last row under an id that sorts before its own: in
+                // `DatabaseSessionService`'s order (timestamp, then id) it comes before the last
+                // known row; in `SqliteSessionService`'s (timestamp, then insertion) after it.
                 let conn = Connection::open(path).unwrap();
                 conn.execute(
                     "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, \
-                     timestamp, event_data) SELECT ?1, app_name, user_id, session_id, ?2, \
-                     timestamp, event_data FROM events WHERE rowid = (SELECT min(rowid) FROM events)",
-                    [format!("late{i}"), inv],
+                     timestamp, event_data) SELECT ?1 || id, app_name, user_id, session_id, \
+                     invocation_id, timestamp, event_data FROM events \
+                     WHERE rowid = (SELECT max(rowid) FROM events)",
+                    [format!("0late{i}-")],
                 )
                 .unwrap();
                 return;

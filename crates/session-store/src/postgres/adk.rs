@@ -94,6 +94,15 @@ pub struct AdkPostgresStore {
     pub(crate) db: PostgresStore,
     /// The last outline read's answer, by revision (module `adk_tail`).
     pub(crate) tail: std::sync::Arc<crate::tail_memo::TailMemo>,
+    /// Where the sessions' outline checkpoints are kept between processes
+    /// ([`crate::state_dir`]; module `adk_outline`).
+    pub(crate) state_dir: Option<std::path::PathBuf>,
+    /// The outline checkpoints of the sessions read.
+    pub(crate) checkpoints: std::sync::Arc<
+        std::sync::Mutex<
+            std::collections::HashMap<SessionKey, crate::postgres::adk_outline::PostgresCheckpoint>,
+        >,
+    >,
 }
 
 fn now_seconds() -> f64 {
@@ -135,7 +144,17 @@ impl AdkPostgresStore {
         AdkPostgresStore {
             db,
             tail: Default::default(),
+            state_dir: crate::state_dir::platform(),
+            checkpoints: Default::default(),
         }
+    }
+
+    /// Keeps the sessions' outline checkpoints in `state_dir` between processes (`None`:
+    /// only in memory, so each new store outlines each session whole once). The default is the
+    /// platform's cache directory; see ARCHITECTURE.md, "ADK files".
+    pub fn with_state_dir(mut self, state_dir: Option<std::path::PathBuf>) -> Self {
+        self.state_dir = state_dir;
+        self
     }
 
     /// The database, without the password: `postgres://user@host:port/dbname (schema public)`.
