@@ -6,7 +6,8 @@
 //! most [`MAX_REPORTED`] problems; the default, [`IntegrityCheck::Unchanged`], runs it only when
 //! the file changed since this store last closed it or the last check is older than a day
 //! (`crate::stamp` says how and what that cannot see), so the post-turn hook's cost does not
-//! grow with the file. [`check_integrity`] runs
+//! grow with the file; ADK's files, which this crate may not write beside, record their last
+//! whole check in the state directory instead (`verify_recorded`). [`check_integrity`] runs
 //! the full `PRAGMA integrity_check` (which also checks every index against its table) for
 //! `compaction inspect --check`.
 //!
@@ -34,6 +35,8 @@ pub enum IntegrityCheck {
     /// [`IntegrityCheck::Quick`] unless the file is exactly as this store left it when its last
     /// writing connection closed (size and modification time, no `-wal` file) and its last
     /// whole-file check is younger than `max_age` (the default for a writing store, with a day).
+    /// On ADK's files, which change between runs: unless the state directory records a whole
+    /// check of this file younger than `max_age` (`AdkStore::open_with_state_dir`).
     Unchanged {
         /// How old the last whole-file check may be.
         max_age: Duration,

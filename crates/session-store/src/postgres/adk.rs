@@ -26,10 +26,11 @@
 //! them.
 //!
 //! # Cost
-//! As on SQLite, ADK's layout has no gate header: the gate snapshot and the live tail read
-//! every row of the session as an outline (the server drops `content` before sending), then
-//! the tail's rows whole in one batched statement (module `adk_tail`), once per revision of
-//! the session ([`crate::tail_memo`]). An append waits for ADK's row lock at most 5 s
+//! As on SQLite, ADK's layout has no gate header: the gate snapshot and the live tail are
+//! functions of every row's outline. A read outlines only the rows after the session's
+//! checkpoint in ADK's order (module `adk_outline`; the server drops `content` before sending),
+//! then reads the tail's rows whole in one batched statement (module `adk_tail`), once per
+//! revision of the session ([`crate::tail_memo`]). An append waits for ADK's row lock at most 5 s
 //! (`lock_timeout`), then fails `store_locked`.
 
 use std::time::{SystemTime, UNIX_EPOCH};
