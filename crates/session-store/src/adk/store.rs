@@ -508,10 +508,11 @@ impl AdkStore {
     /// from the earliest one's start, so that the engine folds ADK's own overlapping
     /// summaries into one), in one read transaction, plus the coordinator prompt tokens of
     /// the whole history and the user messages filed inside a scope. ADK's layout has no
-    /// index on compactions, so this still reads every row, but only as an [`EventOutline`]
-    /// (timestamp, author, scope, prompt tokens, compaction range, rewind target; the content
-    /// is skipped unread); the rows of the tail are then read whole by primary key. A row
-    /// whose JSON does not parse is refused here as in [`AdkStore::get_session`]; one that
+    /// index on compactions, so this outlines the rows appended since the session's checkpoint
+    /// (all of them on the first read; module `outline`) as [`EventOutline`]s (timestamp,
+    /// author, scope, prompt tokens, compaction range, rewind target; the content is skipped
+    /// unread); the rows of the tail are then read whole by primary key. A row whose JSON does
+    /// not parse is refused when it is outlined, as in [`AdkStore::get_session`]; one that
     /// outlines but would not parse whole is reported only when it is in the tail.
     fn read_live_tail(
         &self,
