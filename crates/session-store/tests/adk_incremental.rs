@@ -56,6 +56,9 @@ enum Step {
     Scoped,
     /// A row another program inserted with a timestamp before the last one (ADK's order moves).
     Late,
+    /// Another session's 5,000 rows appended to the file (the next read goes through the
+    /// session's index instead of the file's rowid range).
+    Other,
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -67,6 +70,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (0_usize..4).prop_map(Step::Rewind),
         1 => Just(Step::Scoped),
         1 => Just(Step::Late),
+        1 => Just(Step::Other),
     ]
 }
 
@@ -126,6 +130,20 @@ impl Writer {
                 f.user(&inv, &format!("q{i}"))
                     .with_scope(format!("p{}", i % 2)),
             ],
+            Step::Other => {
+                let conn = Connection::open(path).unwrap();
+                conn.execute_batch(&format!(
+                    "INSERT OR IGNORE INTO sessions SELECT app_name, 'other', id, state, \
+                     create_time, update_time FROM sessions; \
+                     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000) \
+                     INSERT INTO events (id, app_name, user_id, session_id, invocation_id, \
+                     timestamp, event_data) SELECT 'o{i}-' || n.i, e.app_name, 'other', \
+                     e.session_id, e.invocation_id, e.timestamp, e.event_data FROM n, \
+                     (SELECT * FROM events WHERE rowid = (SELECT max(rowid) FROM events)) e;"
+                ))
+                .unwrap();
+                return;
+            }
             Step::Late => {
                 // A copy of the last row under an id that sorts before its own: in
                 // `DatabaseSessionService`'s order (timestamp, then id) it comes before the last

@@ -11,9 +11,13 @@
 //!   insertion), so the known rows keep their positions;
 //! - no new row rewinds, and the checkpoint's whole read is younger than a day;
 //!
-//! and otherwise outlines the whole session, as before. Rows read are scanned without an index
-//! (`NOT INDEXED`: the rowid range, not the session index, which would walk every row of the
-//! session): the cost is the rows appended to the file since the session's last read.
+//! and otherwise outlines the whole session, as before. The new rows are read by the rowid range
+//! (`NOT INDEXED`: a seek on the table's b-tree) when at most [`MAX_ROWID_RANGE`] rows were
+//! appended to the whole file since, else through the session's index (ADK's `(app_name,
+//! user_id, session_id, …)` index or primary key), which holds the rowid, so that the older
+//! entries are passed over in the index: the cost is the smaller of the rows appended to the
+//! file since the session's last read and the session's index entries (a few ms at 50,000;
+//! docs/BENCHMARKS.md), never the session's rows themselves.
 
 use compaction_core::{Event, Revision, SessionKey, scoped_user_messages};
 use rusqlite::types::{Value as SqlValue, ValueRef};
@@ -25,6 +29,11 @@ use super::store::{AdkStore, EventRow};
 use crate::adk_outline::{Checkpoint, KEPT_IN_MEMORY, Outlines, fresh};
 use crate::error::SessionStoreError;
 use crate::tail_memo::Tail;
+
+/// Up to this many rows appended to the file since the session's checkpoint (by rowid), the new
+/// rows are read by the table's rowid range; beyond (a long session's evaluation after another
+/// session's many turns), by the session's index, whose cost is its entries, not the file's.
+const MAX_ROWID_RANGE: i64 = 4_096;
 
 /// A `timestamp` column value as stored (TEXT for `DatabaseSessionService`, REAL for
 /// `SqliteSessionService`), kept to compare new rows with in SQLite's own order.
@@ -231,9 +240,23 @@ impl AdkStore {
             // Ties go by insertion: a new row with the same timestamp sorts after.
             AdkFlavor::Sqlite => ("timestamp ASC, rowid ASC", "(timestamp < ?5)"),
         };
+        // The rows after the known ones: by the table's rowid range when few rows were
+        // appended to the file since (other sessions' included), else by the session's index
+        // (`+rowid` keeps the planner off the rowid range; the index holds the rowid, so rows
+        // before the range are passed over in the index without reading them).
+        let file_max: Option<i64> = conn
+            .prepare_cached("SELECT max(rowid) FROM events")
+            .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
+            .map_err(self.sqlite_error(op))?;
+        let appended = file_max.unwrap_or(0).saturating_sub(resume.max_rowid);
+        let (table, rowid) = if appended <= MAX_ROWID_RANGE {
+            ("events NOT INDEXED", "rowid")
+        } else {
+            ("events", "+rowid")
+        };
         let sql = format!(
-            "SELECT id, invocation_id, timestamp, event_data, rowid, {before} FROM events \
-             NOT INDEXED WHERE rowid > ?4 AND app_name = ?1 AND user_id = ?2 \
+            "SELECT id, invocation_id, timestamp, event_data, rowid, {before} FROM {table} \
+             WHERE {rowid} > ?4 AND app_name = ?1 AND user_id = ?2 \
              AND session_id = ?3 ORDER BY {order}"
         );
         let mut stmt = conn.prepare_cached(&sql).map_err(self.sqlite_error(op))?;
