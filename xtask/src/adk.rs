@@ -35,7 +35,7 @@ const REQUIREMENTS: &[&str] = &[
 const ADK_VERSION_CHECK: &str =
     "import importlib.metadata as m, sys; sys.exit(m.version('google-adk') != '2.13.0')";
 
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)

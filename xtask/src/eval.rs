@@ -20,7 +20,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use compaction_core::state::DEFAULT_STATE_BUDGET_TOKENS;
+use compaction_core::DEFAULT_STATE_BUDGET_TOKENS;
 use compaction_core::{CharsPerToken, DecisionState, EffectiveSettings, Settings};
 use decision_client::eval::{CONSTANT_BASELINE, by_split, load_cases, metrics, score_states};
 use decision_client::offline::lexical_novelty;
@@ -100,7 +100,7 @@ fn settings_map(path: Option<&Path>) -> Result<Map<String, Value>, String> {
 fn effective_settings(map: &Map<String, Value>) -> Result<EffectiveSettings, String> {
     let mut merged = serde_json::to_value(Settings::default()).map_err(|e| e.to_string())?;
     if let Value::Object(defaults) = &mut merged {
-        for key in compaction_core::settings::KEYS {
+        for key in compaction_core::KEYS {
             if let Some(v) = map.get(key) {
                 defaults.insert(key.to_owned(), v.clone());
             }

@@ -35,6 +35,7 @@ mod fetch_model;
 mod pg;
 mod purity;
 mod summary_checks;
+mod tidy;
 
 /// Environment `verify` adds to the cargo commands it runs (the throwaway cluster's URL).
 static CARGO_ENV: OnceLock<Vec<(&'static str, String)>> = OnceLock::new();
@@ -217,6 +218,16 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("verify") => verify(),
+        Some("tidy") => {
+            let bless = args.iter().any(|a| a == "--bless");
+            match tidy::check(&adk::workspace_root(), bless) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some("purity") => match purity::check() {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -119,37 +119,7 @@ pub(crate) fn start_cluster() -> Result<Cluster, String> {
 fn init_and_start(cluster: &Cluster) -> Result<String, String> {
     let (dir, bin) = (&cluster.dir, &cluster.bin);
     if is_root() {
-        let exists = Command::new("id")
-            .args(["-u", "postgres"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !exists {
-            let status = Command::new("useradd")
-                .args([
-                    "--system",
-                    "--home-dir",
-                    "/nonexistent",
-                    "--shell",
-                    "/usr/sbin/nologin",
-                    "postgres",
-                ])
-                .status()
-                .map_err(|e| format!("could not run useradd: {e}"))?;
-            if !status.success() {
-                return Err(format!("useradd postgres failed ({status})"));
-            }
-        }
-        let status = Command::new("chown")
-            .args(["postgres:postgres"])
-            .arg(dir)
-            .status()
-            .map_err(|e| format!("could not run chown: {e}"))?;
-        if !status.success() {
-            return Err(format!(
-                "chown postgres {} failed ({status})",
-                dir.display()
-            ));
-        }
+        hand_to_postgres_user(dir)?;
     }
     let data = dir.join("data");
     let data = data.to_str().ok_or("temp dir is not UTF-8")?;
@@ -215,6 +185,43 @@ fn init_and_start(cluster: &Cluster) -> Result<String, String> {
     Ok(format!(
         "postgres://postgres@127.0.0.1:{port}/compaction_test"
     ))
+}
+
+/// As root, PostgreSQL refuses to run: the cluster's directory goes to a `postgres` system
+/// user (created when missing), and `run_as_owner` runs the tools as that user.
+fn hand_to_postgres_user(dir: &Path) -> Result<(), String> {
+    let exists = Command::new("id")
+        .args(["-u", "postgres"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !exists {
+        let status = Command::new("useradd")
+            .args([
+                "--system",
+                "--home-dir",
+                "/nonexistent",
+                "--shell",
+                "/usr/sbin/nologin",
+                "postgres",
+            ])
+            .status()
+            .map_err(|e| format!("could not run useradd: {e}"))?;
+        if !status.success() {
+            return Err(format!("useradd postgres failed ({status})"));
+        }
+    }
+    let status = Command::new("chown")
+        .args(["postgres:postgres"])
+        .arg(dir)
+        .status()
+        .map_err(|e| format!("could not run chown: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "chown postgres {} failed ({status})",
+            dir.display()
+        ));
+    }
+    Ok(())
 }
 
 fn stop_cluster_at(dir: &Path, bin: &Path) -> Result<(), String> {

@@ -121,7 +121,7 @@ fn rule_violations(edges: &[(String, String)]) -> Vec<String> {
 /// The feature fences: what a crate built with only the named features must not pull in.
 /// Each is `(package, cargo tree arguments, forbidden crates, why)`; a forbidden crate
 /// matches by name or as a `name-`/`name_` family.
-pub(crate) const FENCES: [(&str, &[&str], &[&str], &str); 6] = [
+pub(crate) const FENCES: [(&str, &[&str], &[&str], &str); 7] = [
     (
         "adaptive-compaction-core",
         &[],
@@ -152,6 +152,13 @@ pub(crate) const FENCES: [(&str, &[&str], &[&str], &str); 6] = [
         &["rusqlite", "libsqlite3-sys"],
         "session-store without `sqlite` (PostgresStore alone) must not link SQLite, so that a \
          host using sqlx's SQLite can depend on it",
+    ),
+    (
+        "adaptive-compaction-cli",
+        &["--no-default-features"],
+        &["tokio-postgres", "deadpool-postgres"],
+        "cli without `postgres` (what xtask and a library consumer of cli build) must not \
+         build the PostgreSQL driver",
     ),
     (
         "adaptive-compaction-telemetry",
@@ -303,6 +310,22 @@ mod tests {
         let before =
             "xtask v0.1.0\ndecision-client v0.1.0\nreqwest v0.13.5\nhyper v1.8.1\nrustls v0.23\n";
         assert_eq!(offenders(before, forbidden), ["hyper", "reqwest", "rustls"]);
+    }
+
+    /// What cli's tree held before its `postgres` feature: the driver by way of session-store.
+    #[test]
+    fn the_cli_fence_refuses_the_postgres_driver() {
+        let (_, args, forbidden, _) = super::FENCES
+            .iter()
+            .find(|(package, ..)| *package == "adaptive-compaction-cli")
+            .expect("a cli fence");
+        assert_eq!(*args, ["--no-default-features"]);
+        let before = "adaptive-compaction-cli v0.1.0\nadaptive-compaction-session-store v0.1.0\n\
+                      tokio-postgres v0.7.18\ndeadpool-postgres v0.14.2\npostgres-types v0.2\n";
+        assert_eq!(
+            offenders(before, forbidden),
+            ["deadpool-postgres", "tokio-postgres"]
+        );
     }
 
     /// The workspace as it is keeps every feature fence (xtask without reqwest, the offline

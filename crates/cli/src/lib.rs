@@ -11,6 +11,8 @@
 //! - `http` (default): the command line ([`run_with`]), the HTTP adapters, the OTLP exporter
 //!   and `compaction serve`. Without it: [`transcript`], [`replay`] and [`registry`], and no
 //!   reqwest (what xtask uses).
+//! - `postgres` (default): session databases on PostgreSQL (`--db postgres://…`). Without it
+//!   a PostgreSQL URL is refused naming the feature, and no PostgreSQL driver is built.
 #![warn(missing_docs)]
 
 pub mod registry;
@@ -22,7 +24,7 @@ pub use registry::Registry;
 // The command line: the one place that prints.
 #[cfg(feature = "http")]
 #[allow(clippy::print_stderr, clippy::print_stdout)]
-mod app;
+mod commands;
 #[cfg(feature = "http")]
 #[allow(clippy::print_stderr, clippy::print_stdout)]
 mod database;
@@ -33,13 +35,7 @@ mod descriptors;
 mod error;
 #[cfg(feature = "http")]
 #[allow(clippy::print_stderr, clippy::print_stdout)]
-mod recall;
-#[cfg(feature = "http")]
-#[allow(clippy::print_stderr, clippy::print_stdout)]
 mod render;
-#[cfg(feature = "http")]
-#[allow(clippy::print_stderr, clippy::print_stdout)]
-mod serve;
 #[cfg(feature = "http")]
 #[allow(clippy::print_stderr, clippy::print_stdout)]
 mod shadow;
@@ -48,6 +44,4 @@ mod shadow;
 mod wiring;
 
 #[cfg(feature = "http")]
-use app::{build_engine, init_logging, open_store};
-#[cfg(feature = "http")]
-pub use app::{run_with, run_with_args};
+pub use commands::{run_with, run_with_args};

@@ -94,9 +94,11 @@ pub(crate) fn context(ctx: &AssembledContext, max_chars: usize) -> String {
                     out,
                     "── {} ──\n{}",
                     e.author,
-                    shorten(&compaction_core::plan::render_event_body(e), max_chars)
+                    shorten(&compaction_core::render_event_body(e), max_chars)
                 );
             }
+            // A kind of entry added to the core after this build: named, not shown.
+            _ => out.push_str("── (an entry this version cannot show) ──\n"),
         }
     }
     out
@@ -149,8 +151,9 @@ pub(crate) fn context_json(ctx: &AssembledContext) -> serde_json::Value {
                     "kind": "event",
                     "event_id": e.id,
                     "author": e.author,
-                    "text": compaction_core::plan::render_event_body(e),
+                    "text": compaction_core::render_event_body(e),
                 }),
+                _ => serde_json::json!({ "kind": "other" }),
             })
             .collect(),
     )

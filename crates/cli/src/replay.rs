@@ -19,8 +19,8 @@
 
 use std::sync::Arc;
 
-use compaction_core::plan::render_event_body;
-use compaction_core::state::RESEARCH_TURN_HISTORY;
+use compaction_core::RESEARCH_TURN_HISTORY;
+use compaction_core::render_event_body;
 use compaction_core::{
     CharsPerToken, Clock, Content, Engine, Event, FunctionCall, FunctionResponse, IdGenerator,
     Outcome, Part, Revision, SessionKey, SessionStore, TokenEstimator,
@@ -153,16 +153,36 @@ pub struct Replay<S: SessionStore + ?Sized> {
 
 /// How many of the latest turns' `RESEARCH_TURN_HISTORY` entries the replay keeps in the
 /// session state. The decision state shows at most
-/// [`compaction_core::state::DEFAULT_STATE_BUDGET_TOKENS`] (500) tokens of recent turns, and a
+/// [`compaction_core::DEFAULT_STATE_BUDGET_TOKENS`] (500) tokens of recent turns, and a
 /// rendered turn is never under six tokens, so no probe reads further back than about 85
 /// turns; older entries only made each research turn's `state_delta` (and so the replay)
 /// grow with the session.
 pub const RESEARCH_WINDOW_TURNS: usize = 96;
 
-/// A replay failure that stops the run (the store could not be written).
+/// A replay failure that stops the run (the store could not be read or written), with the
+/// store's failure as its [`source`](std::error::Error::source).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ReplayError(pub String);
+#[error("{message}")]
+pub struct ReplayError {
+    message: String,
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+impl ReplayError {
+    /// `source`, shown as `message`.
+    fn new(message: String, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ReplayError {
+            message,
+            source: Box::new(source),
+        }
+    }
+
+    /// The store's error, shown as itself.
+    fn store(error: compaction_core::StoreError) -> Self {
+        ReplayError::new(error.to_string(), error)
+    }
+}
 
 impl<S: SessionStore + ?Sized> Replay<S> {
     /// Creates the session and prepares to replay.
@@ -176,7 +196,7 @@ impl<S: SessionStore + ?Sized> Replay<S> {
         let revision = store
             .create_session(&key, Map::new())
             .await
-            .map_err(|e| ReplayError(e.to_string()))?
+            .map_err(ReplayError::store)?
             .revision;
         Ok(Replay {
             engine,
@@ -243,13 +263,13 @@ impl<S: SessionStore + ?Sized> Replay<S> {
                 .store
                 .append(&self.key, self.revision, event)
                 .await
-                .map_err(|e| ReplayError(e.to_string()))?;
+                .map_err(ReplayError::store)?;
         }
         let snapshot = self
             .store
             .gate_snapshot(&self.key)
             .await
-            .map_err(|e| ReplayError(e.to_string()))?
+            .map_err(ReplayError::store)?
             .input;
         // OpenInference's turn span (CHAIN, session.id, user.id, the user's message in, the
         // record out), so that Phoenix lists the turn and nests both compaction spans under it.
@@ -267,7 +287,10 @@ impl<S: SessionStore + ?Sized> Replay<S> {
         }
         // The model failures fail open; a store that cannot be read or written stops the run.
         if let Outcome::StoreFailed { failure } = &outcome {
-            return Err(ReplayError(format!("turn {n}: {failure}")));
+            return Err(ReplayError::new(
+                format!("turn {n}: {failure}"),
+                failure.clone(),
+            ));
         }
         let record = record(
             n,

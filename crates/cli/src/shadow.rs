@@ -12,7 +12,7 @@ use decision_client::tuning::{
 };
 use serde_json::Value;
 
-use crate::error::CliError;
+use crate::error::{Cause, CliError};
 use crate::render::for_terminal;
 
 /// The table `compaction decisions` prints.
@@ -55,25 +55,31 @@ pub(crate) fn decisions_table(decisions: &[DecisionRecord]) -> String {
 /// line and blank lines are skipped). Errors name the file, the line and the expected form.
 pub(crate) fn read_labels(path: &Path) -> Result<BTreeMap<usize, bool>, CliError> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::Input(format!("{shown}: cannot read the labels: {e}")))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        CliError::Input(Cause::with(
+            format!("{shown}: cannot read the labels: {e}"),
+            e,
+        ))
+    })?;
     if path.extension().is_some_and(|e| e == "json") {
         let doc: Value = serde_json::from_str(&text)
-            .map_err(|e| CliError::Input(format!("{shown}: not JSON: {e}")))?;
+            .map_err(|e| CliError::Input(Cause::with(format!("{shown}: not JSON: {e}"), e)))?;
         let turns = doc["turns"].as_array().ok_or_else(|| {
-            CliError::Input(format!(
+            CliError::Input(Cause::new(format!(
                 "{shown}: expected a labelled session: an object with a `turns` array"
-            ))
+            )))
         })?;
         let mut labels = BTreeMap::new();
         for (i, turn) in turns.iter().enumerate() {
             let n = turn["n"].as_u64().ok_or_else(|| {
-                CliError::Input(format!("{shown}: turns[{i}].n must be a turn number"))
+                CliError::Input(Cause::new(format!(
+                    "{shown}: turns[{i}].n must be a turn number"
+                )))
             })?;
             let pivot = turn["expect"]["pivot"].as_bool().ok_or_else(|| {
-                CliError::Input(format!(
+                CliError::Input(Cause::new(format!(
                     "{shown}: turns[{i}].expect.pivot must be true or false"
-                ))
+                )))
             })?;
             labels.insert(usize::try_from(n).unwrap_or(usize::MAX), pivot);
         }
@@ -86,11 +92,11 @@ pub(crate) fn read_labels(path: &Path) -> Result<BTreeMap<usize, bool>, CliError
             continue;
         }
         let bad = || {
-            CliError::Input(format!(
+            CliError::Input(Cause::new(format!(
                 "{shown}:{}: expected `turn,label` (a turn number and true/false/1/0), got {:?}",
                 i + 1,
                 for_terminal(line)
-            ))
+            )))
         };
         let (turn, label) = line.split_once(',').ok_or_else(bad)?;
         let turn: usize = turn.trim().parse().map_err(|_| bad())?;
@@ -178,15 +184,22 @@ pub(crate) fn report(t: &Tuning) -> String {
     out
 }
 
+/// The diagram could not be drawn or written (plotters' errors are not `Send`: the message
+/// is kept, not the error).
+fn diagram_error(path: &Path, e: &dyn std::fmt::Display) -> CliError {
+    CliError::Input(Cause::new(format!(
+        "{}: cannot write the diagram: {e}",
+        path.display()
+    )))
+}
+
 /// Writes the reliability diagram: observed pivot rate against mean p per bin, with the
 /// diagonal of perfect calibration and each bin's count.
 pub(crate) fn write_reliability_png(t: &Tuning, path: &Path) -> Result<(), CliError> {
     use plotters::prelude::*;
     use plotters::style::{FontStyle, register_font};
 
-    let failed = |e: &dyn std::fmt::Display| {
-        CliError::Input(format!("{}: cannot write the diagram: {e}", path.display()))
-    };
+    let failed = |e: &dyn std::fmt::Display| diagram_error(path, e);
     register_font(
         "sans-serif",
         FontStyle::Normal,

@@ -4,11 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use compaction_core::{Settings, Telemetry};
+use compaction_core::{Engine, SessionStore, Settings, Telemetry};
 use config_ssot::{ConfigFile, ConfigPath, ConfigStore};
 use serde_json::{Map, Value};
 
-use crate::error::CliError;
+use crate::error::{Cause, CliError};
 use crate::registry::{AdapterInput, BuiltDecision, BuiltSummarizer, Registry};
 
 /// The adapters chosen and the settings they run on.
@@ -113,18 +113,15 @@ pub(crate) fn wire(
     if let Some(choice) = summarizer {
         raw.insert(summarizer::config::KEY_ADAPTER.into(), Value::from(choice));
     }
-    let effective = settings
-        .effective()
-        .map_err(|e| CliError::Config(e.to_string()))?;
-    let shadow = compaction_core::settings::shadow_from(&raw)
-        .map_err(|e| CliError::Config(format!("{origin}: {e}")))?;
+    let effective = settings.effective().map_err(CliError::config)?;
+    let shadow = compaction_core::shadow_from(&raw).map_err(|e| config_in(&origin, e))?;
     let env = |name: &str| std::env::var(name).ok();
     let input = AdapterInput {
         settings: &effective,
         config: &raw,
         env: &env,
     };
-    let in_origin = |e: crate::registry::RegistryError| CliError::Config(format!("{origin}: {e}"));
+    let in_origin = |e| config_in(&origin, e);
     let decision = registry.build_decision(&input).map_err(in_origin)?;
     let summarizer = registry.build_summarizer(&input).map_err(in_origin)?;
     let margin = std::time::Duration::from_secs(1);
@@ -156,14 +153,14 @@ fn load_config(
     warnings: &mut Vec<String>,
 ) -> Result<Option<ConfigFile>, CliError> {
     let had_explicit = explicit.is_some();
-    let path = ConfigPath::from_env(explicit).map_err(|e| CliError::Config(e.to_string()))?;
+    let path = ConfigPath::from_env(explicit).map_err(CliError::config)?;
     if !path.file().exists() {
         if had_explicit {
             let shown = shown(path.file());
-            return Err(CliError::Config(format!(
+            return Err(CliError::Config(Cause::new(format!(
                 "{shown}: no such config file (create it with the defaults: \
                  compaction config show --config {shown}; or leave out --config)"
-            )));
+            ))));
         }
         return Ok(None);
     }
@@ -176,7 +173,7 @@ fn load_config(
                 crate::render::for_terminal(&shown(lock))
             );
         })
-        .map_err(|e| CliError::Config(e.to_string()))?;
+        .map_err(CliError::config)?;
     if let Some(lock) = read.lock_timed_out {
         warnings.push(format!(
             "the settings lock {} was held for more than {} s; the settings were read without it",
@@ -185,6 +182,16 @@ fn load_config(
         ));
     }
     Ok(Some(read.file))
+}
+
+/// A configuration error `error` of the config file at `path`.
+fn in_config_file(path: &Path, error: impl std::error::Error + Send + Sync + 'static) -> CliError {
+    config_in(&shown(path), error)
+}
+
+/// A configuration error `error` of the settings from `origin` (a file, or the defaults).
+fn config_in(origin: &str, error: impl std::error::Error + Send + Sync + 'static) -> CliError {
+    CliError::Config(Cause::with(format!("{origin}: {error}"), error))
 }
 
 /// Sets one of the adapters' keys (`decision_adapter`, `summarizer_base_url`,
@@ -201,41 +208,38 @@ pub(crate) fn set_adapter_key(
     let registered = registry.adapter_keys();
     let adapter_keys = registered
         .iter()
-        .chain(&service::http::coordinator::config::KEYS)
-        .chain(&compaction_core::settings::EXTENSION_KEYS);
+        .chain(&service::http::COORDINATOR_KEYS)
+        .chain(&compaction_core::EXTENSION_KEYS);
     if !adapter_keys.clone().any(|k| *k == key) {
-        let known: Vec<&str> = compaction_core::settings::KEYS
+        let known: Vec<&str> = compaction_core::KEYS
             .iter()
             .chain(adapter_keys)
             .copied()
             .collect();
-        return Err(CliError::Config(format!(
+        return Err(CliError::Config(Cause::new(format!(
             "unknown key {key}; the settable keys are: {}",
             known.join(", ")
-        )));
+        ))));
     }
     let value = match serde_json::from_str::<Value>(text) {
         Ok(v) if v.is_number() || v.is_boolean() => v,
         _ => Value::from(text),
     };
-    let file = store.load().map_err(|e| CliError::Config(e.to_string()))?;
+    let file = store.load().map_err(CliError::config)?;
     let mut raw = file.raw().clone();
     raw.insert(key.to_owned(), value.clone());
     // The convention and every built-in parser; an extra adapter checks its own keys when built.
-    let in_file =
-        |e: &dyn std::fmt::Display| CliError::Config(format!("{}: {e}", shown(file.path())));
-    registry.validate(&raw).map_err(|e| in_file(&e))?;
-    service::http::CoordinatorConfig::from_map(&raw).map_err(|e| in_file(&e))?;
-    compaction_core::settings::shadow_from(&raw)
-        .map_err(|e| CliError::Config(format!("{}: {e}", shown(file.path()))))?;
-    store
-        .set_extra(key, value)
-        .map_err(|e| CliError::Config(e.to_string()))
+    registry
+        .validate(&raw)
+        .map_err(|e| in_config_file(file.path(), e))?;
+    service::http::CoordinatorConfig::from_map(&raw).map_err(|e| in_config_file(file.path(), e))?;
+    compaction_core::shadow_from(&raw).map_err(|e| in_config_file(file.path(), e))?;
+    store.set_extra(key, value).map_err(CliError::config)
 }
 
 /// The config store `compaction config` works on.
 pub(crate) fn config_store(explicit: Option<PathBuf>) -> Result<ConfigStore, CliError> {
-    let path = ConfigPath::from_env(explicit).map_err(|e| CliError::Config(e.to_string()))?;
+    let path = ConfigPath::from_env(explicit).map_err(CliError::config)?;
     Ok(ConfigStore::open(path))
 }
 
@@ -262,8 +266,7 @@ pub(crate) type Spans = (
 /// `OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT` asks for one, otherwise none (and no network
 /// traffic); plus what the spans record (the turn span honours it too).
 pub(crate) fn telemetry(otlp: OtlpRequest) -> Result<Spans, CliError> {
-    let config =
-        telemetry::TelemetryConfig::from_env().map_err(|e| CliError::Config(e.to_string()))?;
+    let config = telemetry::TelemetryConfig::from_env().map_err(CliError::config)?;
     let from_env = [telemetry::TRACES_ENDPOINT_ENV, telemetry::ENDPOINT_ENV]
         .iter()
         .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()));
@@ -274,11 +277,60 @@ pub(crate) fn telemetry(otlp: OtlpRequest) -> Result<Spans, CliError> {
         .endpoint(otlp.endpoint.as_deref())
         .project_name(otlp.project.as_deref())
         .init()
-        .map_err(|e| CliError::Config(e.to_string()))?;
+        .map_err(CliError::config)?;
     Ok((Arc::new(guard.telemetry(config)), Some(guard), config))
 }
 
 pub(crate) use service::{ProcessIds, SystemClock, run_id};
+
+/// The engine on `store`, with the adapters, settings and deadlines of `wiring`.
+pub(crate) fn build_engine(
+    wiring: &Wiring,
+    store: Arc<dyn SessionStore>,
+    clock: Arc<SystemClock>,
+    ids: Arc<ProcessIds>,
+    telemetry: Arc<dyn Telemetry>,
+) -> Result<Engine, CliError> {
+    Engine::builder(
+        wiring.decision.model.clone(),
+        wiring.summarizer.summarizer.clone(),
+        store,
+        clock,
+        ids,
+    )
+    .settings(wiring.settings.clone())
+    .telemetry(telemetry)
+    .shadow(wiring.shadow)
+    .probe_deadline(wiring.probe_deadline)
+    .summarize_deadline(wiring.summarize_deadline)
+    .build()
+    .map_err(CliError::config)
+}
+
+/// Logs to stderr (filter from `COMPACTION_LOG`, default `error` plus the OTLP exporter's
+/// warnings), and, when spans are exported, sends the program's own spans (one per replayed
+/// turn) to the same exporter so that the compaction spans nest under their turn.
+pub(crate) fn init_logging(guard: Option<&telemetry::TelemetryGuard>) {
+    use std::io::IsTerminal as _;
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    // By default errors, plus the exporter's one warning about spans that could not be sent.
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("COMPACTION_LOG").unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new(format!("error,{}=warn", telemetry::WARNING_TARGET))
+        });
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .with_filter(filter);
+    let registry = tracing_subscriber::registry().with(fmt);
+    let _ = match guard {
+        Some(guard) => registry.with(guard.layer()).try_init(),
+        None => registry.try_init(),
+    };
+}
 
 /// Displays a path for messages.
 pub(crate) fn shown(path: &Path) -> String {

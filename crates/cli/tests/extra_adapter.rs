@@ -50,7 +50,7 @@ fn succeeded(code: ExitCode) {
 #[test]
 fn the_extra_adapter_is_selectable_by_name_and_reads_its_own_key() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let shadow = compaction_core::settings::KEY_SHADOW;
+    let shadow = compaction_core::KEY_SHADOW;
     succeeded(replay(
         dir.path(),
         serde_json::json!({ example::KEY_FIXED_PROBABILITY: 0.95, shadow: true }),

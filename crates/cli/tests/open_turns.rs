@@ -10,8 +10,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::{Serve, serve_in, use_coordinator};
+use compaction_core::INTERRUPTED_CODE;
 use compaction_core::SessionKey;
-use compaction_core::builder::INTERRUPTED_CODE;
 
 /// Answers every completion after a long delay, and says when it was asked.
 struct Stalled(std::sync::Mutex<mpsc::Sender<()>>);

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 use common::compaction;
-use compaction_core::recall::scan::expand_compaction;
+use compaction_core::store_support::scan::expand_compaction;
 use compaction_core::{SessionKey, compaction_history};
 use serde_json::Value;
 use session_store::blocking::SqliteStore;

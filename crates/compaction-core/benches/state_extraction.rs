@@ -7,11 +7,11 @@
 //! `cargo bench -p adaptive-compaction-core --bench state_extraction -- --warm-up-time 1 --measurement-time 3`
 #![allow(missing_docs)]
 
-use compaction_core::state::{DEFAULT_STATE_BUDGET_TOKENS, extract_decision_state_from_view};
 use compaction_core::{
     CharsPerToken, Content, Event, Timestamp, completed_turns, coordinator_view,
     extract_decision_state,
 };
+use compaction_core::{DEFAULT_STATE_BUDGET_TOKENS, extract_decision_state_from_view};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::Map;
 

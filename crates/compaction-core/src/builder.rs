@@ -32,7 +32,8 @@ use crate::ports::{Clock, IdGenerator};
 /// The `error_code` of [`EventBuilder::interrupted`].
 pub const INTERRUPTED_CODE: &str = "INTERRUPTED";
 /// The text of [`EventBuilder::interrupted`].
-pub const INTERRUPTED_TEXT: &str = "(no reply: this turn was interrupted before it was answered)";
+pub(crate) const INTERRUPTED_TEXT: &str =
+    "(no reply: this turn was interrupted before it was answered)";
 
 /// Builds a host's events with fresh ids and timestamps.
 pub struct EventBuilder<'a> {

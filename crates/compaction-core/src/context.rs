@@ -74,7 +74,7 @@ pub fn subsumption_on_append(
 }
 
 /// The live compaction among non-subsumed ones: the greatest end, ties to the later.
-pub fn live_among(non_subsumed: &[CompactionRange]) -> Option<CompactionRange> {
+pub(crate) fn live_among(non_subsumed: &[CompactionRange]) -> Option<CompactionRange> {
     non_subsumed
         .iter()
         .copied()
@@ -278,6 +278,7 @@ pub struct LiveSummary {
 
 /// One item of the next turn's context.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ContextEntry {
     /// The rolling summary, rendered as a `model` message.
     Summary(LiveSummary),
@@ -328,7 +329,7 @@ impl AssembledContext {
                     out.push_str(&format!(
                         "[{}] {}\n",
                         e.author,
-                        crate::plan::render_event_body(e)
+                        crate::render::render_event_body(e)
                     ));
                 }
             }

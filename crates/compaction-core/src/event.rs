@@ -10,7 +10,12 @@ use serde_json::{Map, Value};
 use crate::time::Timestamp;
 
 /// The author ADK gives to events the user wrote (and to compaction events).
-pub const USER_AUTHOR: &str = "user";
+pub(crate) const USER_AUTHOR: &str = "user";
+
+/// The key under the compaction event's `custom_metadata` where the engine records how
+/// the compaction came about. ADK refuses unknown keys inside `actions`, so engine-private
+/// data lives only here.
+pub(crate) const METADATA_KEY: &str = "adaptive_compaction";
 
 /// One event of a session's history, in Google ADK's JSON shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

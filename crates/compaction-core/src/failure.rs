@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
-use crate::ports::{AdapterError, StoreError};
+use crate::recall::scan::ExpandError;
+use crate::session::{Revision, SessionKey};
+use crate::time::Timestamp;
 
 /// What kind of failure: stable, matchable and countable (`kind.label()` for metrics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -261,7 +263,7 @@ pub fn classified(
 /// classified), for callers that downcast to the adapter's error type.
 ///
 /// ```
-/// use compaction_core::{FailureKind, classified, failure::unclassified};
+/// use compaction_core::{FailureKind, classified, unclassified};
 ///
 /// let error = classified(FailureKind::Timeout, std::io::Error::other("slow"));
 /// assert!(unclassified(error).downcast::<std::io::Error>().is_ok());
@@ -294,6 +296,73 @@ fn kind_of(error: &(dyn StdError + 'static)) -> FailureKind {
         current = e.source();
     }
     FailureKind::Other
+}
+
+/// An adapter's error, boxed. Its `Display` must never contain a secret.
+pub type AdapterError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A store failure.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Another writer moved the session on since it was read.
+    #[error("session {key} is stale: expected revision {expected}, found {actual}")]
+    Stale {
+        /// The session.
+        key: SessionKey,
+        /// The revision the writer read.
+        expected: Revision,
+        /// The revision now stored.
+        actual: Revision,
+    },
+    /// No such session.
+    #[error("session {0} not found")]
+    NotFound(SessionKey),
+    /// A session with this key already exists.
+    #[error("session {0} already exists")]
+    AlreadyExists(SessionKey),
+    /// The event's timestamp does not increase over the session's latest in-view event
+    /// (see [`crate::Clock`]): it is refused, since coverage by timestamp could hide it.
+    #[error(
+        "session {key}: event {event_id} has timestamp {offered}, not after the latest event's \
+         {latest}; timestamps of a session's events must strictly increase"
+    )]
+    NonIncreasingTimestamp {
+        /// The session.
+        key: SessionKey,
+        /// The refused event.
+        event_id: String,
+        /// The latest in-view event's timestamp.
+        latest: Timestamp,
+        /// The refused event's timestamp.
+        offered: Timestamp,
+    },
+    /// An expansion named a compaction or turns the session does not have.
+    #[error("session {key}: {error}")]
+    Expand {
+        /// The session.
+        key: SessionKey,
+        /// What was missing.
+        #[source]
+        error: ExpandError,
+    },
+    /// The backend failed. Classify it with [`crate::classified`] (locked, corrupt, …).
+    #[error(transparent)]
+    Backend(AdapterError),
+}
+
+impl StoreError {
+    /// What kind of failure, for counting.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            StoreError::Stale { .. } => FailureKind::Stale,
+            StoreError::NotFound(_) => FailureKind::NotFound,
+            StoreError::AlreadyExists(_) => FailureKind::AlreadyExists,
+            StoreError::NonIncreasingTimestamp { .. } => FailureKind::NonIncreasingTimestamp,
+            StoreError::Expand { .. } => FailureKind::NotFound,
+            StoreError::Backend(e) => failure_kind(e.as_ref()),
+        }
+    }
 }
 
 #[cfg(test)]

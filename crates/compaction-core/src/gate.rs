@@ -17,6 +17,7 @@ pub struct GateInput {
 
 /// Why the gate let the turn go without any call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FastExitReason {
     /// `enable_adaptive_compaction` is false.
     Disabled,
@@ -60,6 +61,7 @@ impl std::fmt::Display for FastExitReason {
 /// The gate's decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use]
+#[non_exhaustive]
 pub enum GateDecision {
     /// Exit with no call and no span.
     FastExit(FastExitReason),

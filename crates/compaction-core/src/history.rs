@@ -50,11 +50,6 @@ fn rewound_positions(events: &[Event]) -> Vec<usize> {
     kept
 }
 
-/// The events of the coordinator's own dialogue: `isolation_scope` is `None`.
-pub fn unscoped<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<&'a Event> {
-    events.into_iter().filter(|e| e.is_unscoped()).collect()
-}
-
 /// The coordinator's view of a session: rewinds applied, then scoped events dropped.
 pub fn coordinator_view(events: &[Event]) -> Vec<&Event> {
     coordinator_positions(events)
@@ -208,7 +203,7 @@ impl<'a> Turn<'a> {
 /// nothing (a partial chunk, or an actions-only event with no content parts and no error),
 /// `Some(true)` for a final answer (non-user author, no error, message text), `Some(false)`
 /// for anything else (a tool call or result, an error, thoughts alone).
-pub fn completion_evidence(event: &Event) -> Option<bool> {
+pub(crate) fn completion_evidence(event: &Event) -> Option<bool> {
     if event.is_partial() || (!event.has_parts() && event.error_code.is_none()) {
         return None;
     }

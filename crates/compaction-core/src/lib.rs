@@ -31,32 +31,47 @@
 //! ```
 #![warn(missing_docs)]
 
-pub mod builder;
-pub mod context;
-pub mod engine;
-pub mod estimate;
-pub mod event;
-pub mod failure;
-pub mod gate;
-pub mod history;
-pub mod plan;
-pub mod ports;
-pub mod probe;
-pub mod recall;
-pub mod receipt;
-pub mod scrub;
-pub mod session;
-pub mod settings;
-pub mod state;
-pub mod time;
+mod builder;
+mod context;
+mod engine;
+mod estimate;
+mod event;
+mod failure;
+mod gate;
+mod history;
+mod outcome;
+mod plan;
+mod ports;
+mod probe;
+mod recall;
+mod receipt;
+mod render;
+mod scrub;
+mod session;
+mod settings;
+mod state;
+mod time;
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 
+/// What this workspace's own session stores and service share with the core beyond its public
+/// API: the tracker and coverage rules a store maintains incrementally, and recall's word list
+/// and scan oracle. Unstable: outside semver, not for other consumers.
+#[doc(hidden)]
+pub mod store_support {
+    pub use crate::context::{CompactionRange, live_compaction_index, subsumption_on_append};
+    pub use crate::history::{
+        OpenTurn, TurnTracker, latest_view_timestamp, starts_turn, timestamp_may_follow,
+    };
+    pub use crate::recall::scan;
+    pub use crate::recall::{Coverage, check_limit, searchable_text, snippet, words};
+}
+
 /// The `async_trait` attribute the ports are declared with, re-exported so that an adapter
 /// crate needs no dependency of its own to implement them.
 pub use async_trait::async_trait;
-pub use builder::EventBuilder;
+pub use builder::{EventBuilder, INTERRUPTED_CODE};
 pub use context::{
     AssembledContext, CompactionEntry, ContextEntry, LiveSummary, adk_prompt_context,
     assemble_around, assemble_context, compaction_history, live_tail, live_tail_positions,
@@ -71,7 +86,10 @@ pub use event::{
     Actions, Content, Event, EventCompaction, EventOutline, FunctionCall, FunctionResponse, Part,
     UsageMetadata,
 };
-pub use failure::{ClassifiedError, Failure, FailureKind, classified, failure_kind};
+pub use failure::{
+    AdapterError, ClassifiedError, Failure, FailureKind, StoreError, classified, failure_kind,
+    unclassified,
+};
 pub use gate::{
     FastExitReason, GateDecision, GateInput, coordinator_prompt_tokens, envelope_gate, gate_input,
 };
@@ -79,20 +97,25 @@ pub use history::{
     ScopedUserMessages, Turn, apply_rewinds, completed_turns, coordinator_positions,
     coordinator_view, scoped_user_candidate_positions, scoped_user_messages, turns,
 };
-pub use plan::{
-    CompactionPlan, MAX_TOOL_CONTENT_CHARS, PreviousCompaction, TurnDigest, plan_compaction,
-};
+pub use plan::{CompactionPlan, PreviousCompaction, TurnDigest, plan_compaction};
 pub use ports::{
-    AdapterError, Clock, DecisionAnswer, DecisionModel, DecisionRecord, GateSnapshot, IdGenerator,
-    ModelInfo, NoTelemetry, ProbeEnd, ProbeSpan, ProbeStart, SessionStore, Sleep, StoreError,
-    SummarizeEnd, SummarizeSpan, SummarizeStart, Summarizer, Summary, SummaryRequest, TailWindow,
-    Telemetry, TokenUsage,
+    Clock, DecisionAnswer, DecisionModel, DecisionRecord, GateSnapshot, IdGenerator, ModelInfo,
+    NoTelemetry, ProbeEnd, ProbeSpan, ProbeStart, SessionStore, Sleep, SummarizeEnd, SummarizeSpan,
+    SummarizeStart, Summarizer, Summary, SummaryRequest, TailWindow, Telemetry, TokenUsage,
 };
-pub use probe::{Probability, ProbeRequest, RUBRIC, Verdict, verdict};
+pub use probe::{Probability, ProbeRequest, QUESTION_ID, RUBRIC, Verdict, verdict};
 pub use recall::scan::ExpandError;
-pub use recall::{RecallHit, RecallQuery, RecallQueryError, RecalledEvent};
+pub use recall::{RECALL_TOOL_NAME, RecallHit, RecallQuery, RecallQueryError, RecalledEvent};
 pub use receipt::{CorrectedClaim, DropReason, DroppedFinding, RECEIPT_KEY, Receipt};
+pub use render::render_event_body;
+pub use scrub::{REDACTED, scrub};
 pub use session::{Revision, Session, SessionKey};
-pub use settings::{ClampWarning, EffectiveSettings, Settings, SettingsError};
-pub use state::{DecisionState, extract_decision_state};
-pub use time::Timestamp;
+pub use settings::{
+    ClampWarning, EXTENSION_KEYS, EffectiveSettings, KEY_SHADOW, KEYS, Settings, SettingsError,
+    key_hint, shadow_from,
+};
+pub use state::{
+    DEFAULT_STATE_BUDGET_TOKENS, DecisionState, RESEARCH_TURN_HISTORY, StateTurn,
+    extract_decision_state, extract_decision_state_from_view,
+};
+pub use time::{InvalidTimestamp, Timestamp};

@@ -4,18 +4,10 @@
 use serde_json::{Map, Value, json};
 
 use crate::context::{live_compaction_index, rendered_compaction_indexes, uncovered_events};
-use crate::event::{Actions, Content, Event, EventCompaction, USER_AUTHOR};
+use crate::event::{Actions, Content, Event, EventCompaction, METADATA_KEY, USER_AUTHOR};
 use crate::history::{Turn, coordinator_view, turns};
+use crate::render::{cut_tool_content, render_event_body, tool_payload};
 use crate::time::Timestamp;
-
-/// Tool payloads are cut at this many characters in the summarizer prompt (spec 6.2), so
-/// that syntheses and their `# Cited Sources` bibliographies arrive intact.
-pub const MAX_TOOL_CONTENT_CHARS: usize = 30_000;
-
-/// The key under the compaction event's `custom_metadata` where the engine records how
-/// the compaction came about. ADK refuses unknown keys inside `actions`, so engine-private
-/// data lives only here.
-pub const METADATA_KEY: &str = "adaptive_compaction";
 
 /// The live compaction a rolling consolidation builds on, together with every other summary
 /// ADK still renders (its own partially overlapping sliding-window compactions), so that the
@@ -45,7 +37,7 @@ pub struct TurnDigest {
     pub user: String,
     /// The coordinator's final text response (empty for an unfinished turn).
     pub assistant: String,
-    /// Tool results, each cut at [`MAX_TOOL_CONTENT_CHARS`].
+    /// Tool results, each cut at [`crate::render::MAX_TOOL_CONTENT_CHARS`].
     pub tool_outputs: Vec<String>,
 }
 
@@ -83,31 +75,7 @@ pub struct CompactionPlan {
 /// summary even when the session held ADK's own overlapping sliding-window summaries.
 pub fn plan_compaction(events: &[Event], k: usize) -> Option<CompactionPlan> {
     let view = coordinator_view(events);
-    let previous = live_compaction_index(&view).and_then(|live| {
-        let mut rendered: Vec<&Event> = rendered_compaction_indexes(&view)
-            .into_iter()
-            .map(|i| view[i])
-            .collect();
-        rendered.sort_by_key(|e| e.compaction().map(|c| (c.start_timestamp, c.end_timestamp)));
-        let live_range = view[live].compaction()?;
-        Some(PreviousCompaction {
-            event_id: view[live].id.clone(),
-            start_timestamp: rendered
-                .iter()
-                .filter_map(|e| e.compaction())
-                .map(|c| c.start_timestamp)
-                .min()
-                .unwrap_or(live_range.start_timestamp),
-            end_timestamp: live_range.end_timestamp,
-            summary: rendered
-                .iter()
-                .filter_map(|e| e.compaction())
-                .map(|c| c.summary_text().trim().to_owned())
-                .collect::<Vec<_>>()
-                .join("\n\n"),
-            folded_event_ids: rendered.iter().map(|e| e.id.clone()).collect(),
-        })
-    });
+    let previous = previous_compaction(&view);
     let uncovered = uncovered_events(&view);
     let all_turns = turns(&uncovered);
     let completed: Vec<&Turn<'_>> = all_turns.iter().filter(|t| t.is_completed()).collect();
@@ -165,6 +133,35 @@ pub fn plan_compaction(events: &[Event], k: usize) -> Option<CompactionPlan> {
     })
 }
 
+/// The live summary a rolling consolidation builds on, with every summary ADK still renders
+/// folded in: the range starts at the earliest of their starts.
+fn previous_compaction(view: &[&Event]) -> Option<PreviousCompaction> {
+    let live = live_compaction_index(view)?;
+    let mut rendered: Vec<&Event> = rendered_compaction_indexes(view)
+        .into_iter()
+        .map(|i| view[i])
+        .collect();
+    rendered.sort_by_key(|e| e.compaction().map(|c| (c.start_timestamp, c.end_timestamp)));
+    let live_range = view[live].compaction()?;
+    Some(PreviousCompaction {
+        event_id: view[live].id.clone(),
+        start_timestamp: rendered
+            .iter()
+            .filter_map(|e| e.compaction())
+            .map(|c| c.start_timestamp)
+            .min()
+            .unwrap_or(live_range.start_timestamp),
+        end_timestamp: live_range.end_timestamp,
+        summary: rendered
+            .iter()
+            .filter_map(|e| e.compaction())
+            .map(|c| c.summary_text().trim().to_owned())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        folded_event_ids: rendered.iter().map(|e| e.id.clone()).collect(),
+    })
+}
+
 fn digest(turn: &Turn<'_>) -> TurnDigest {
     TurnDigest {
         invocation_id: turn.invocation_id().to_owned(),
@@ -179,63 +176,6 @@ fn digest(turn: &Turn<'_>) -> TurnDigest {
             .map(|r| cut_tool_content(&tool_payload(r.response.as_ref())))
             .collect(),
     }
-}
-
-/// A tool result's text: a lone string field (`result`, `output`, …) is used as it is,
-/// anything else as compact JSON.
-fn tool_payload(response: Option<&Value>) -> String {
-    match response {
-        None => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Object(map)) if map.len() == 1 => match map.values().next() {
-            Some(Value::String(s)) => s.clone(),
-            _ => Value::Object(map.clone()).to_string(),
-        },
-        Some(other) => other.to_string(),
-    }
-}
-
-/// Cuts tool content at [`MAX_TOOL_CONTENT_CHARS`] characters, marking the cut.
-pub fn cut_tool_content(text: &str) -> String {
-    match text.char_indices().nth(MAX_TOOL_CONTENT_CHARS) {
-        None => text.to_owned(),
-        Some((byte, _)) => format!(
-            "{}\n[… truncated at {MAX_TOOL_CONTENT_CHARS} characters]",
-            &text[..byte]
-        ),
-    }
-}
-
-/// Renders an event's body: its text, tool calls and (cut) tool results.
-pub fn render_event_body(event: &Event) -> String {
-    let Some(content) = &event.content else {
-        return String::new();
-    };
-    let mut pieces = Vec::new();
-    for part in &content.parts {
-        // A model's thought parts are its reasoning, not the conversation.
-        if let Some(text) = &part.text
-            && !part.is_thought()
-        {
-            pieces.push(text.trim().to_owned());
-        }
-        if let Some(call) = &part.function_call {
-            let args = call.args.as_ref().map(Value::to_string).unwrap_or_default();
-            pieces.push(format!(
-                "[tool call {}({})]",
-                call.name,
-                cut_tool_content(&args)
-            ));
-        }
-        if let Some(resp) = &part.function_response {
-            pieces.push(format!(
-                "[tool result {}]\n{}",
-                resp.name,
-                cut_tool_content(&tool_payload(resp.response.as_ref()))
-            ));
-        }
-    }
-    pieces.join("\n")
 }
 
 fn speaker(event: &Event) -> &'static str {
@@ -321,6 +261,7 @@ impl CompactionPlan {
 mod tests {
     use super::*;
     use crate::event::{Content, FunctionCall, Part};
+    use crate::render::MAX_TOOL_CONTENT_CHARS;
 
     /// Issue 20 item 5: a summary that quotes an `Authorization` header or a provider key is
     /// stored with the key replaced; ordinary prose, DOIs and numbers are kept.

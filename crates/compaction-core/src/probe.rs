@@ -7,7 +7,7 @@ use crate::state::DecisionState;
 /// The id of the probe's only question.
 pub const QUESTION_ID: &str = "compaction_warranted";
 /// The question's type: a calibrated probability.
-pub const QUESTION_TYPE: &str = "noul";
+pub(crate) const QUESTION_TYPE: &str = "noul";
 
 /// The rubric, word for word from the spec's section 5.
 pub const RUBRIC: &str = "Task: Decide whether `earlier_discussion` should be compacted into a concise summary to preserve context space for upcoming turns.\n\nRubric:\n- CLOSED-UNIT: Did `earlier_discussion` conclude a complete sub-topic or sub-analysis?\n- PROGRESS/PIVOT: In the latter part of `earlier_discussion` or in `latest_turn`, has the user pivoted to a different research topic or advanced to a new phase?\n- NOT STUCK: Is the conversation free from an unresolved clarification or correction loop?\n\nDecision Rule:\n- Compaction is WARRANTED if and only if ALL criteria are satisfied: earlier turns form a resolved unit, the conversation is advancing to new ground, and there is no active confusion or clarification loop.\n- Compaction is NOT WARRANTED if the user is still actively drilling down, clarifying, or troubleshooting the exact same point, or if the conversation is mid-thought.\n\nDetermine if compacting `earlier_discussion` is warranted.";

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::event::Event;
-use crate::plan::METADATA_KEY;
+use crate::event::METADATA_KEY;
 
 /// The key of the receipt inside the engine's metadata object.
 pub const RECEIPT_KEY: &str = "receipt";

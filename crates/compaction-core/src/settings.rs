@@ -4,21 +4,21 @@
 use serde::{Deserialize, Serialize};
 
 /// Key: master toggle.
-pub const KEY_ENABLE: &str = "enable_adaptive_compaction";
+pub(crate) const KEY_ENABLE: &str = "enable_adaptive_compaction";
 /// Key: summarizer model slug.
-pub const KEY_SUMMARIZER_MODEL: &str = "compaction_summarizer_model";
+pub(crate) const KEY_SUMMARIZER_MODEL: &str = "compaction_summarizer_model";
 /// Key: K, the completed turns retained verbatim.
-pub const KEY_RETENTION_TURNS: &str = "adaptive_compaction_retention_turns";
+pub(crate) const KEY_RETENTION_TURNS: &str = "adaptive_compaction_retention_turns";
 /// Key: completed turns required before the envelope opens.
-pub const KEY_MIN_TURNS: &str = "adaptive_compaction_min_turns";
+pub(crate) const KEY_MIN_TURNS: &str = "adaptive_compaction_min_turns";
 /// Key: coordinator prompt tokens required before probing.
-pub const KEY_TOKEN_FLOOR: &str = "adaptive_compaction_token_floor";
+pub(crate) const KEY_TOKEN_FLOOR: &str = "adaptive_compaction_token_floor";
 /// Key: coordinator prompt tokens that force compaction without probing.
-pub const KEY_TOKEN_CEILING: &str = "adaptive_compaction_token_ceiling";
+pub(crate) const KEY_TOKEN_CEILING: &str = "adaptive_compaction_token_ceiling";
 /// Key: the probability threshold τ.
-pub const KEY_THRESHOLD: &str = "adaptive_compaction_threshold";
+pub(crate) const KEY_THRESHOLD: &str = "adaptive_compaction_threshold";
 /// Key: decision model slug.
-pub const KEY_DECISION_MODEL: &str = "adaptive_compaction_decision_model";
+pub(crate) const KEY_DECISION_MODEL: &str = "adaptive_compaction_decision_model";
 
 /// Key (an extension, not one of the spec's eight): shadow mode, a boolean, default `false`.
 /// When true the engine probes and records every decision but never compacts

@@ -36,7 +36,7 @@ use crate::time::Timestamp;
 /// The session-state key holding research turns' conclusions.
 pub const RESEARCH_TURN_HISTORY: &str = "RESEARCH_TURN_HISTORY";
 /// Research findings summaries are cut to this many words.
-pub const MAX_FINDINGS_WORDS: usize = 150;
+pub(crate) const MAX_FINDINGS_WORDS: usize = 150;
 /// The default token budget of the whole decision state.
 pub const DEFAULT_STATE_BUDGET_TOKENS: usize = 500;
 
@@ -95,7 +95,7 @@ const USER_MARK: &str = "**User**: ";
 const ASSISTANT_MARK: &str = "\n**Assistant**: ";
 
 /// Renders one query-response pair.
-pub fn render_pair(user: &str, assistant: &str) -> String {
+pub(crate) fn render_pair(user: &str, assistant: &str) -> String {
     format!(
         "{USER_MARK}{}{ASSISTANT_MARK}{}",
         user.trim(),
@@ -104,7 +104,7 @@ pub fn render_pair(user: &str, assistant: &str) -> String {
 }
 
 /// The findings summary recorded for `invocation_id`, cut to 150 words.
-pub fn research_findings(state: &Map<String, Value>, invocation_id: &str) -> Option<String> {
+pub(crate) fn research_findings(state: &Map<String, Value>, invocation_id: &str) -> Option<String> {
     let history = state.get(RESEARCH_TURN_HISTORY)?;
     let entry = match history {
         Value::Array(entries) => entries
@@ -134,12 +134,6 @@ fn first_words(text: &str, n: usize) -> String {
         .join(" ")
 }
 
-/// The assistant side of a completed turn, per the research/conversational rule.
-pub fn assistant_response(turn: &Turn<'_>, state: &Map<String, Value>) -> String {
-    research_findings(state, turn.invocation_id())
-        .unwrap_or_else(|| turn.final_response().map(|e| e.text()).unwrap_or_default())
-}
-
 /// The user and assistant sides of a completed turn as the state renders them (trimmed), and
 /// whether the assistant side is a research turn's findings summary.
 fn sides(turn: &Turn<'_>, state: &Map<String, Value>) -> (String, String, bool) {
@@ -157,7 +151,9 @@ fn sides(turn: &Turn<'_>, state: &Map<String, Value>) -> (String, String, bool) 
 /// The turns of an already filtered (rewound, unscoped) event sequence, newest first: the
 /// same turns as [`crate::history::turns`] in reverse order, found by walking the events
 /// backwards, so taking the newest few costs only what they hold.
-pub fn turns_newest_first<'a, 'v>(events: &'v [&'a Event]) -> impl Iterator<Item = Turn<'a>> + 'v {
+pub(crate) fn turns_newest_first<'a, 'v>(
+    events: &'v [&'a Event],
+) -> impl Iterator<Item = Turn<'a>> + 'v {
     let mut end = events.len();
     std::iter::from_fn(move || {
         let mut tail: Vec<&'a Event> = Vec::new();
@@ -222,7 +218,7 @@ pub fn extract_decision_state_from_view(
 /// reached, or `whole` says the part is the whole view — and then it equals
 /// [`extract_decision_state_from_view`] of the whole view; `Err(NeedMore)` when the walk
 /// reached the start of the part, so older events might still fit the budget.
-pub fn extract_decision_state_from_window(
+pub(crate) fn extract_decision_state_from_window(
     part: &[&Event],
     whole: bool,
     summarized_until: Option<Timestamp>,
@@ -251,7 +247,7 @@ pub fn extract_decision_state_from_window(
 
 /// A window of the view was too short to decide the decision state: read a longer one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NeedMore;
+pub(crate) struct NeedMore;
 
 /// The one extraction rule: turn N first (cut to fit), then earlier turns newest first while
 /// each still fits, stopping at the first that does not.
@@ -347,6 +343,12 @@ fn fit(text: String, estimator: &dyn TokenEstimator, budget: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The assistant side of a completed turn, per the research/conversational rule.
+    fn assistant_response(turn: &Turn<'_>, state: &Map<String, Value>) -> String {
+        research_findings(state, turn.invocation_id())
+            .unwrap_or_else(|| turn.final_response().map(|e| e.text()).unwrap_or_default())
+    }
     use crate::estimate::CharsPerToken;
     use crate::history::{completed_turns, coordinator_view};
     use crate::testing::EventFactory;

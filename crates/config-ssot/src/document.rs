@@ -9,7 +9,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
-use compaction_core::settings::{EXTENSION_KEYS, KEYS};
+use compaction_core::{EXTENSION_KEYS, KEYS};
 use compaction_core::{EffectiveSettings, Settings};
 use serde_json::{Map, Value};
 

@@ -49,7 +49,7 @@ mod store;
 mod strict_json;
 mod watch;
 
-pub use compaction_core::settings::KEYS;
+pub use compaction_core::KEYS;
 pub use document::{ConfigFile, Origin};
 pub use error::ConfigError;
 pub use fsio::MAX_FILE_BYTES;

@@ -5,8 +5,8 @@ use std::fs::Permissions;
 use std::path::Path;
 use std::time::Duration;
 
+use compaction_core::KEYS;
 use compaction_core::Settings;
-use compaction_core::settings::KEYS;
 use serde_json::{Map, Value};
 
 use crate::document::{self, ConfigFile, Origin, content_hash, render};

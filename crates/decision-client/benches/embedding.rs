@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use compaction_core::state::StateTurn;
+use compaction_core::StateTurn;
 use compaction_core::{CharsPerToken, DecisionState, TokenEstimator};
 use criterion::{Criterion, criterion_group, criterion_main};
 use decision_client::embedding::files::resolve;

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use compaction_core::CharsPerToken;
-use compaction_core::state::DEFAULT_STATE_BUDGET_TOKENS;
+use compaction_core::DEFAULT_STATE_BUDGET_TOKENS;
 use decision_client::eval::{load_cases, metrics};
 use decision_client::offline::{FITTED_FEATURES, Features, N_FEATURES, sigmoid};
 use decision_client::sessions::{load_sessions, turn_cases};

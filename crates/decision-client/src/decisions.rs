@@ -10,7 +10,7 @@
 //! `prompt_tokens`, `usage.output_tokens` / `completion_tokens`) are kept for telemetry.
 //! There are no retries: one call per probe inside the timeout; failing open is the engine's job.
 
-use compaction_core::probe::QUESTION_ID;
+use compaction_core::QUESTION_ID;
 use compaction_core::{DecisionAnswer, TokenUsage};
 use serde_json::Value;
 

@@ -1,6 +1,6 @@
 //! The crate's error: what a decision adapter can fail with. Adapters box it as
 //! compaction-core's `AdapterError`, classified by kind; callers can downcast
-//! `compaction_core::failure::unclassified(error)` to match on the variant.
+//! `compaction_core::unclassified(error)` to match on the variant.
 
 use compaction_core::{AdapterError, FailureKind, classified};
 

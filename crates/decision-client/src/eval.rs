@@ -10,7 +10,7 @@
 use std::fmt;
 use std::path::Path;
 
-use compaction_core::state::StateTurn;
+use compaction_core::StateTurn;
 use compaction_core::{DecisionModel, DecisionState, ProbeRequest};
 use serde::Deserialize;
 

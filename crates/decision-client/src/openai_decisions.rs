@@ -23,7 +23,7 @@
 //! `decision_api_path` / `decision_api_key_env` keys as the Decisions API adapter (for OpenAI:
 //! `https://api.openai.com`, `/v1/decisions`, `OPENAI_API_KEY`).
 
-use compaction_core::probe::QUESTION_ID;
+use compaction_core::QUESTION_ID;
 use compaction_core::{DecisionAnswer, ProbeRequest};
 use serde::Serialize;
 use serde_json::Value;

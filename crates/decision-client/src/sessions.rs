@@ -12,11 +12,11 @@
 
 use std::path::{Path, PathBuf};
 
-use compaction_core::state::{RESEARCH_TURN_HISTORY, extract_decision_state_from_view};
 use compaction_core::{
     Content, DecisionState, Event, FunctionCall, FunctionResponse, Part, Timestamp, TokenEstimator,
     coordinator_view,
 };
+use compaction_core::{RESEARCH_TURN_HISTORY, extract_decision_state_from_view};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 

@@ -81,7 +81,7 @@ async fn through_the_port_the_error_downcasts_to_the_typed_one() {
         .await;
     let model: Box<dyn DecisionModel> = Box::new(adapter(&server, Duration::from_secs(5)).await);
     let err = model.decide(&spec_probe()).await.unwrap_err();
-    let err = compaction_core::failure::unclassified(err);
+    let err = compaction_core::unclassified(err);
     let typed = err.downcast_ref::<DecisionError>().unwrap();
     assert!(
         matches!(

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use compaction_core::state::StateTurn;
+use compaction_core::StateTurn;
 use compaction_core::{DecisionModel, DecisionState, ProbeRequest, Settings};
 use decision_client::embedding::files::{
     MODEL_FILES, ModelDir, WEIGHTS_BYTES, WEIGHTS_FILE, resolve,

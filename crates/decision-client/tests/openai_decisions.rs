@@ -92,7 +92,7 @@ async fn a_refusal_is_a_failed_probe() {
         compaction_core::failure_kind(error.as_ref()),
         compaction_core::FailureKind::Refused
     );
-    let error = compaction_core::failure::unclassified(error);
+    let error = compaction_core::unclassified(error);
     let typed = error
         .downcast_ref::<DecisionError>()
         .expect("a DecisionError");

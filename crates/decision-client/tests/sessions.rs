@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use compaction_core::state::DEFAULT_STATE_BUDGET_TOKENS;
+use compaction_core::DEFAULT_STATE_BUDGET_TOKENS;
 use compaction_core::testing::{
     InMemoryStore, RecordingSummarizer, ScriptedDecisionModel, SequentialIds, SteppingClock,
 };

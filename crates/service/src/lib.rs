@@ -68,7 +68,7 @@ mod clock;
 #[cfg(feature = "http")]
 pub mod http;
 mod ids;
-pub mod lane;
+mod lane;
 
 pub use clock::SystemClock;
 pub use ids::{ProcessIds, run_id};

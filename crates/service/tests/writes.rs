@@ -270,10 +270,7 @@ async fn a_turn_left_open_by_a_crash_is_closed_before_the_next_turn() {
         authors,
         [
             ("user", None),
-            (
-                "coordinator",
-                Some(compaction_core::builder::INTERRUPTED_CODE)
-            ),
+            ("coordinator", Some(compaction_core::INTERRUPTED_CODE)),
             ("user", None),
             ("coordinator", None),
         ]

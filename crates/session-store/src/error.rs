@@ -351,6 +351,29 @@ pub enum SessionStoreError {
         /// What was found and how to create the store.
         detail: String,
     },
+    /// A column holds a value this build cannot read as the type its schema gives the column
+    /// (the column was altered, or holds an unexpected NULL): the call fails, and a
+    /// transaction it had open is rolled back.
+    #[cfg(feature = "postgres")]
+    #[error(
+        "{database}: column {column} (PostgreSQL type {found}) does not hold the {expected} \
+         this build reads there, while {operation}: {source}"
+    )]
+    PostgresColumn {
+        /// The database, without the password.
+        database: String,
+        /// What the store was doing (names the session when there is one).
+        operation: String,
+        /// The column's name.
+        column: String,
+        /// The column's PostgreSQL type (`int4`, `text`).
+        found: Box<str>,
+        /// The Rust type this build reads the column as (`i64`, `Option<f64>`).
+        expected: Box<str>,
+        /// The driver's report (a type mismatch, or a NULL).
+        #[source]
+        source: Box<tokio_postgres::Error>,
+    },
     /// The PostgreSQL connection string or options are not usable.
     #[cfg(feature = "postgres")]
     #[error("{database}: {detail}")]
@@ -383,6 +406,8 @@ impl SessionStoreError {
             }
             #[cfg(feature = "postgres")]
             SessionStoreError::PostgresNoStore { .. } => FailureKind::NotFound,
+            #[cfg(feature = "postgres")]
+            SessionStoreError::PostgresColumn { .. } => FailureKind::StoreCorrupt,
             SessionStoreError::AlreadyExists { .. } | SessionStoreError::DuplicateEvent { .. } => {
                 FailureKind::AlreadyExists
             }

@@ -24,10 +24,10 @@
 
 use std::collections::HashSet;
 
-use compaction_core::context::live_compaction_index;
 #[cfg(test)]
-use compaction_core::history::OpenTurn;
-use compaction_core::history::TurnTracker;
+use compaction_core::store_support::OpenTurn;
+use compaction_core::store_support::TurnTracker;
+use compaction_core::store_support::live_compaction_index;
 use compaction_core::{Event, apply_rewinds, coordinator_prompt_tokens, subsumed_compaction_ids};
 
 /// Everything the store derives from a whole history, computed with compaction-core's own

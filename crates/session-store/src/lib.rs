@@ -111,6 +111,8 @@ mod adk_outline;
 mod adk_shape;
 #[cfg(feature = "sqlite")]
 mod append;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod append_plan;
 #[cfg(feature = "sqlite")]
 mod context;
 #[cfg(feature = "sqlite")]

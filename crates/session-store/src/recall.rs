@@ -4,15 +4,15 @@
 //!
 //! # The index (migration 4)
 //! - `recall_text (id INTEGER PRIMARY KEY, session_pk, seq, text)`: each searchable event's
-//!   text (`compaction_core::recall::searchable_text`; compactions, rewinds and events with
+//!   text (`compaction_core::store_support::searchable_text`; compactions, rewinds and events with
 //!   no text get no row), written by the same transaction as the event's append and deleted
 //!   with it (a foreign key on `events`, `ON DELETE CASCADE`). Its own integer key keeps the
 //!   FTS rowids stable through `VACUUM` (the events table has no integer key).
 //! - `recall_fts`: an FTS5 external-content table over `recall_text.text` (tokenizer
-//!   `unicode61 remove_diacritics 0`, the words of `compaction_core::recall::words`), kept by
+//!   `unicode61 remove_diacritics 0`, the words of `compaction_core::store_support::words`), kept by
 //!   triggers on `recall_text`.
 //! - `events.turn_start` (with the partial index `events_turn_starts`): the event opens a
-//!   turn (`compaction_core::history::starts_turn`), so a hit's turn number is one indexed
+//!   turn (`compaction_core::store_support::starts_turn`), so a hit's turn number is one indexed
 //!   count and a turn range two indexed lookups.
 //!
 //! A file opened read-only at an older schema has no index: its calls scan the whole history
@@ -24,11 +24,13 @@
 //! quoted words) and never shows an SQL error for a bad query (compaction-core refuses those
 //! before a store is asked).
 
-use compaction_core::context::CompactionRange;
-use compaction_core::history::starts_turn;
-use compaction_core::recall::scan::{self, ExpandError};
-use compaction_core::recall::{Coverage, RecallHit, RecallQuery, RecalledEvent, searchable_text};
+use compaction_core::ExpandError;
+use compaction_core::store_support::CompactionRange;
+use compaction_core::store_support::scan;
+use compaction_core::store_support::starts_turn;
+use compaction_core::store_support::{Coverage, searchable_text};
 use compaction_core::{Event, SessionKey, Timestamp};
+use compaction_core::{RecallHit, RecallQuery, RecalledEvent};
 use rusqlite::{OptionalExtension, Transaction};
 
 use crate::error::SessionStoreError;
@@ -164,7 +166,7 @@ impl SqliteStore {
                 let text: String = r.get(3).map_err(self.sqlite_error(op))?;
                 let event = self.parse_event(key, seq, &id, &body)?;
                 let turn = self.turn_at(tx, row.pk, seq, op)?;
-                let snippet = compaction_core::recall::snippet(&text, query);
+                let snippet = compaction_core::store_support::snippet(&text, query);
                 let covered = coverage.covered_by(event.timestamp);
                 hits.push(RecallHit::new(&event, turn, covered, snippet, text));
             }
@@ -381,7 +383,7 @@ impl SqliteStore {
                 r.get(3).map_err(self.sqlite_error(op))?,
             );
             // A stored range that is not a finite timestamp is SQLite data we cannot read.
-            let unreadable = |column: usize, e: compaction_core::time::InvalidTimestamp| {
+            let unreadable = |column: usize, e: compaction_core::InvalidTimestamp| {
                 self.sqlite_error(op)(rusqlite::Error::FromSqlConversionFailure(
                     column,
                     rusqlite::types::Type::Real,

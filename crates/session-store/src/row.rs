@@ -4,7 +4,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use compaction_core::history::TurnTracker;
+use compaction_core::store_support::TurnTracker;
 use compaction_core::{Event, GateInput, Revision};
 
 /// The gate header of a session: one row, current after every append.

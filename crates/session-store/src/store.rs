@@ -14,7 +14,7 @@ use crate::error::SessionStoreError;
 use crate::integrity::{self, IntegrityCheck};
 pub(crate) use crate::row::{LiveRef, SessionRow, now_seconds, tokens_to_sql};
 use crate::schema::{self, Migration, SCHEMA_VERSION};
-use compaction_core::history::{OpenTurn, TurnTracker};
+use compaction_core::store_support::{OpenTurn, TurnTracker};
 
 /// How hard each commit is pushed to disk. The journal is always WAL.
 ///

@@ -739,7 +739,7 @@ fn an_adk_file_is_checked_before_writing_and_read_without_writing() {
 #[test]
 fn recall_on_adks_layouts_scans_and_creates_nothing() {
     use compaction_core::RecallQuery;
-    use compaction_core::recall::scan;
+    use compaction_core::store_support::scan;
     let dir = tempfile::tempdir().unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()

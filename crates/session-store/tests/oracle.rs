@@ -6,7 +6,7 @@
 mod common;
 
 use common::{history, key, temp_store};
-use compaction_core::history::{latest_view_timestamp, timestamp_may_follow};
+use compaction_core::store_support::{latest_view_timestamp, timestamp_may_follow};
 use compaction_core::{
     Event, Revision, assemble_context, compaction_history, gate_input, live_tail,
 };

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::history;
 use common::pg::{admin, database_url, unique_schema};
-use compaction_core::history::{latest_view_timestamp, timestamp_may_follow};
+use compaction_core::store_support::{latest_view_timestamp, timestamp_may_follow};
 use compaction_core::testing::{
     EventFactory, RecordingSummarizer, ScriptedDecisionModel, SequentialIds, SteppingClock,
 };
@@ -451,6 +451,69 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
             .await
             .unwrap_err();
     assert!(bad_schema.to_string().contains("lowercase SQL identifier"));
+}
+
+/// A column whose type drifted from the schema (altered by hand) is a named store error — the
+/// column, its PostgreSQL type and the type expected — on every path that reads it, never a
+/// panic in the driver; the append that met it wrote nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_column_of_another_type_is_a_named_error_not_a_panic() {
+    let Some(url) = database_url("a_column_of_another_type_is_a_named_error_not_a_panic") else {
+        return;
+    };
+    let (store, schema) = fresh_store(&url, "drift").await;
+    let key = key(1);
+    let mut events = EventFactory::new();
+    store.create_session(&key, Map::new()).await.unwrap();
+    let first = events.user("i1", "How do tides lag the moon?");
+    store.append(&key, Revision(0), first).await.unwrap();
+    admin(&url)
+        .await
+        .batch_execute(&format!(
+            "ALTER TABLE {schema}.sessions ALTER COLUMN prompt_tokens TYPE integer"
+        ))
+        .await
+        .unwrap();
+    // A new pool: a connection that prepared the statements before the change is refused by
+    // the server itself (`cached plan must not change result type`).
+    let store = store_in(&url, &schema).await;
+    let check = |e: &SessionStoreError| {
+        let shown = e.to_string();
+        assert!(
+            matches!(
+                e,
+                SessionStoreError::PostgresColumn { column, found, expected, .. }
+                    if column == "prompt_tokens" && &**found == "int4" && &**expected == "Option<i64>"
+            ),
+            "{e:?}"
+        );
+        assert!(
+            shown.contains("column prompt_tokens (PostgreSQL type int4)"),
+            "{shown}"
+        );
+        assert_eq!(e.failure_kind(), FailureKind::StoreCorrupt);
+    };
+    check(&store.header(&key).await.unwrap_err());
+    let refused = store
+        .append(
+            &key,
+            Revision(1),
+            events.model("i1", "Ocean basins resonate."),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.kind(), FailureKind::StoreCorrupt, "{refused:?}");
+    assert!(
+        refused.to_string().contains("column prompt_tokens"),
+        "{refused}"
+    );
+    let events_stored: i64 = admin(&url)
+        .await
+        .query_one(&format!("SELECT count(*) FROM {schema}.events"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(events_stored, 1, "the refused append wrote nothing");
 }
 
 /// `Existing` and `ReadOnly` refuse a database without the store and leave it as it was;

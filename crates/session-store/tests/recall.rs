@@ -9,8 +9,8 @@ mod common;
 
 use common::recall::{TURN_RANGES, by_id, folded, queries, with_words};
 use common::{history, key, temp_store};
-use compaction_core::history::{latest_view_timestamp, timestamp_may_follow};
-use compaction_core::recall::scan::{expand_compaction, expand_turns, search_history};
+use compaction_core::store_support::scan::{expand_compaction, expand_turns, search_history};
+use compaction_core::store_support::{latest_view_timestamp, timestamp_may_follow};
 use compaction_core::testing::EventFactory;
 use compaction_core::{Event, ExpandError, RecallQuery, Revision, SessionKey};
 use proptest::prelude::*;

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use common::history;
 use common::pg::{admin, database_url, unique_schema};
 use common::recall::{TURN_RANGES, by_id, folded, queries, with_words};
-use compaction_core::history::{latest_view_timestamp, timestamp_may_follow};
-use compaction_core::recall::scan::{self, expand_compaction, expand_turns, search_history};
+use compaction_core::store_support::scan::{self, expand_compaction, expand_turns, search_history};
+use compaction_core::store_support::{latest_view_timestamp, timestamp_may_follow};
 use compaction_core::testing::EventFactory;
 use compaction_core::{
     Event, ExpandError, RecallQuery, Revision, SessionKey, SessionStore, StoreError,

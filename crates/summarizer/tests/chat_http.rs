@@ -75,7 +75,7 @@ async fn failure(template: ResponseTemplate) -> SummarizerError {
     let message = err.to_string();
     assert!(!message.contains(SECRET), "{message}");
     assert!(!format!("{err:?}").contains(SECRET));
-    match compaction_core::failure::unclassified(err).downcast::<SummarizerError>() {
+    match compaction_core::unclassified(err).downcast::<SummarizerError>() {
         Ok(e) => *e,
         Err(other) => panic!("not a SummarizerError: {other}"),
     }
@@ -183,7 +183,7 @@ async fn a_slow_answer_times_out_at_the_configured_timeout() {
     let chat = ChatSummarizer::new(&config(&server, 1), MODEL, Some(ApiKey::new(SECRET)))
         .expect("client builds");
     let err = chat.summarize(&request()).await.expect_err("times out");
-    let err = compaction_core::failure::unclassified(err)
+    let err = compaction_core::unclassified(err)
         .downcast::<SummarizerError>()
         .expect("typed");
     assert!(
@@ -439,7 +439,7 @@ async fn a_summary_that_drops_the_previous_summarys_ledger_is_refused() {
         .await
         .expect_err("the earlier ledger was dropped");
     let message = err.to_string();
-    match compaction_core::failure::unclassified(err)
+    match compaction_core::unclassified(err)
         .downcast::<SummarizerError>()
         .map(|e| *e)
     {

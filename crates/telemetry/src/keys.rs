@@ -120,4 +120,4 @@ pub const MIME_JSON: &str = "application/json";
 pub const MIME_TEXT: &str = "text/plain";
 
 /// What a hidden value is replaced with (OpenInference's `REDACTED_VALUE`).
-pub const REDACTED: &str = compaction_core::scrub::REDACTED;
+pub const REDACTED: &str = compaction_core::REDACTED;

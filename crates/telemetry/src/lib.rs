@@ -74,7 +74,7 @@ mod otlp;
 /// The key-shaped-token scrubber every recorded text passes through: compaction-core's, the
 /// one the engine's own log lines use.
 pub mod scrub {
-    pub use compaction_core::scrub::{REDACTED, scrub};
+    pub use compaction_core::{REDACTED, scrub};
 }
 mod spans;
 mod turn;

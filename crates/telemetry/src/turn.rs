@@ -10,7 +10,7 @@
 //! outcome as `output.value` — scrubbed, and masked as [`TelemetryConfig`] says.
 
 use compaction_core::SessionKey;
-use compaction_core::scrub::scrub;
+use compaction_core::scrub;
 
 use crate::config::TelemetryConfig;
 use crate::keys;

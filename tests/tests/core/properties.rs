@@ -307,11 +307,11 @@ proptest! {
         let events = &session.events;
         for n in 0..=events.len() {
             let view = coordinator_view(&events[..n]);
-            let since = match compaction_core::context::live_compaction_index(&view) {
+            let since = match compaction_core::store_support::live_compaction_index(&view) {
                 Some(i) => &view[i + 1..],
                 None => &view[..],
             };
-            let mut tracker = compaction_core::history::TurnTracker::default();
+            let mut tracker = compaction_core::store_support::TurnTracker::default();
             for event in since {
                 tracker.observe(event);
             }
@@ -346,7 +346,7 @@ proptest! {
     #[test]
     fn the_gate_is_monotone(settings in settings(), turns in 0usize..12, more_turns in 0usize..5, tokens in 0u64..200_000, more_tokens in 0u64..100_000) {
         let s = settings.effective().expect("valid");
-        let rank = |d: GateDecision| match d { GateDecision::FastExit(_) => 0, GateDecision::Probe => 1, GateDecision::ForceCompress => 2 };
+        let rank = |d: GateDecision| match d { GateDecision::FastExit(_) => 0, GateDecision::Probe => 1, GateDecision::ForceCompress => 2, _ => unreachable!("a gate decision this test does not know: {d:?}") };
         let low = envelope_gate(&s, GateInput { completed_turns_since_compaction: turns, coordinator_prompt_tokens: Some(tokens) });
         let high = envelope_gate(&s, GateInput { completed_turns_since_compaction: turns + more_turns, coordinator_prompt_tokens: Some(tokens + more_tokens) });
         prop_assert!(rank(low) <= rank(high), "{low:?} then {high:?}");

@@ -34,20 +34,20 @@ use crate::event::Event;
 use crate::time::Timestamp;
 
 /// The longest query accepted, in characters.
-pub const MAX_QUERY_CHARS: usize = 500;
+pub(crate) const MAX_QUERY_CHARS: usize = 500;
 /// The most distinct words a query may hold.
-pub const MAX_QUERY_WORDS: usize = 16;
+pub(crate) const MAX_QUERY_WORDS: usize = 16;
 /// The most hits one search returns.
-pub const MAX_LIMIT: usize = 100;
+pub(crate) const MAX_LIMIT: usize = 100;
 /// Hits returned when the caller names no limit.
-pub const DEFAULT_LIMIT: usize = 10;
+pub(crate) const DEFAULT_LIMIT: usize = 10;
 /// Characters of text a snippet shows around its first match.
 const SNIPPET_CHARS: usize = 160;
 /// The name of the recall tool a chat model is offered (the service's `recall_history`):
 /// its calls and results are never searched, so recall never finds its own answers.
 pub const RECALL_TOOL_NAME: &str = "recall_history";
 /// The marker put on each side of a matched word in a snippet (Markdown bold).
-pub const MATCH_MARK: &str = "**";
+pub(crate) const MATCH_MARK: &str = "**";
 
 /// Why a query or a limit was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -255,7 +255,7 @@ pub fn snippet(text: &str, query: &RecallQuery) -> String {
 }
 
 /// The leading part of `text` a listing shows (what [`snippet`] shows with no match).
-pub fn preview(text: &str) -> String {
+pub(crate) fn preview(text: &str) -> String {
     let (_, end) = window(text, 0);
     let mut out = text[..end].to_owned();
     if end < text.len() {

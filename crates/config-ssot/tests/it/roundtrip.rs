@@ -1,8 +1,8 @@
 //! proptest: load → save → load is the identity for any valid settings plus arbitrary unknown
 //! keys in any position, and a file this crate wrote re-renders byte-identically.
 
+use compaction_core::KEYS;
 use compaction_core::Settings;
-use compaction_core::settings::KEYS;
 use config_ssot::{ConfigStore, Origin};
 use proptest::prelude::*;
 use serde_json::{Map, Value};

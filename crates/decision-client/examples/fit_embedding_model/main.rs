@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use compaction_core::CharsPerToken;
-use compaction_core::state::DEFAULT_STATE_BUDGET_TOKENS;
+use compaction_core::DEFAULT_STATE_BUDGET_TOKENS;
 use decision_client::embedding::Encoder;
 use decision_client::embedding::features::feature_names;
 use decision_client::embedding::files::resolve;

@@ -6,7 +6,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
-use compaction_core::state::StateTurn;
+use compaction_core::StateTurn;
 use compaction_core::{
     AdapterError, DecisionAnswer, DecisionModel, DecisionState, ModelInfo, ProbeRequest,
 };

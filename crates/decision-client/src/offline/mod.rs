@@ -46,7 +46,7 @@
 pub mod text;
 
 use async_trait::async_trait;
-use compaction_core::state::StateTurn;
+use compaction_core::StateTurn;
 use compaction_core::{
     AdapterError, DecisionAnswer, DecisionModel, DecisionState, ModelInfo, ProbeRequest,
 };

@@ -22,12 +22,12 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tracing::Instrument as _;
 
+use super::api::{ApiError, ApiResult, json_object, route_key, string_field};
 use super::coordinator::{CoordinatorRequest, RecallTool, ReplyChunk, ReplyStream};
 use super::llm_span::LlmSpan;
 use super::relay::{Relay, Relayed};
-use super::server::{
-    ApiError, ApiResult, AppState, append_latest, json_object, route_key, string_field,
-};
+use super::server::AppState;
+use super::sessions::append_latest;
 use crate::lane::{LaneError, Turn as LaneTurn};
 
 const CHAT_FORM: &str = r#"{"message": "<text>"}"#;
@@ -140,10 +140,7 @@ fn turn_span(s: &AppState, key: &SessionKey, invocation: &str, message: &str) ->
     if s.options.hide_inputs {
         span.record("input.value", REDACTED);
     } else {
-        span.record(
-            "input.value",
-            compaction_core::scrub::scrub(message).as_ref(),
-        );
+        span.record("input.value", compaction_core::scrub(message).as_ref());
         span.record("input.mime_type", "text/plain");
     }
     span
@@ -330,7 +327,7 @@ async fn upstream_failed(
     span.record("otel.status_code", "ERROR");
     span.record(
         "otel.status_description",
-        compaction_core::scrub::scrub(&format!("coordinator failed: {message}")).as_ref(),
+        compaction_core::scrub(&format!("coordinator failed: {message}")).as_ref(),
     );
     let event = events.error(invocation, "UPSTREAM_ERROR", message);
     let stored = append_latest(state, key, event).await.is_ok();
@@ -348,7 +345,7 @@ fn record_reply(state: &AppState, span: &tracing::Span, text: &str) {
     if state.options.hide_outputs {
         span.record("output.value", REDACTED);
     } else {
-        span.record("output.value", compaction_core::scrub::scrub(text).as_ref());
+        span.record("output.value", compaction_core::scrub(text).as_ref());
         span.record("output.mime_type", "text/plain");
     }
     span.record("otel.status_code", "OK");
@@ -406,7 +403,7 @@ pub(super) async fn store_tool_chunk(
     Ok(())
 }
 
-/// The turn's number as lossless recall numbers turns (`compaction_core::recall`: the n-th
+/// The turn's number as lossless recall numbers turns (`compaction_core::store_support::scan`: the n-th
 /// turn start of the coordinator view, an unanswered or failed turn included), so the `done`
 /// event, the history and recall hits name a turn alike.
 async fn turn_number(state: &AppState, key: &SessionKey) -> Option<usize> {
@@ -418,7 +415,7 @@ async fn turn_number(state: &AppState, key: &SessionKey) -> Option<usize> {
         Ok(Some(n)) => Some(n),
         Ok(None) => {
             let session = state.store.load(key).await.ok()?;
-            Some(compaction_core::recall::scan::turns_before(
+            Some(compaction_core::store_support::scan::turns_before(
                 &session.events,
                 now,
             ))

@@ -20,16 +20,16 @@ pub use super::recall_tool::RecallTool;
 
 /// One chat message of the coordinator's prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ChatMessage {
+pub struct CoordinatorMessage {
     /// `system`, `user` or `assistant`.
     pub role: String,
     /// The text.
     pub content: String,
 }
 
-impl ChatMessage {
+impl CoordinatorMessage {
     fn new(role: &str, content: impl Into<String>) -> Self {
-        ChatMessage {
+        CoordinatorMessage {
             role: role.to_owned(),
             content: content.into(),
         }
@@ -41,7 +41,7 @@ impl ChatMessage {
 #[non_exhaustive]
 pub struct CoordinatorRequest {
     /// The prompt: the live summary, the retained turns, then the new query (last).
-    pub messages: Vec<ChatMessage>,
+    pub messages: Vec<CoordinatorMessage>,
     /// The new query.
     pub question: String,
     /// The recall tool over this session, when the server offers it.
@@ -49,7 +49,7 @@ pub struct CoordinatorRequest {
 }
 
 /// The words that introduce the live summary in the coordinator's prompt.
-pub const SUMMARY_PREAMBLE: &str = "Summary of the earlier conversation:";
+pub(super) const SUMMARY_PREAMBLE: &str = "Summary of the earlier conversation:";
 
 impl CoordinatorRequest {
     /// The spec's assembly: the live summary (as a system message), then every verbatim
@@ -58,14 +58,16 @@ impl CoordinatorRequest {
         let mut messages = Vec::new();
         for entry in &context.entries {
             match entry {
-                ContextEntry::Summary(s) => messages.push(ChatMessage::new(
+                ContextEntry::Summary(s) => messages.push(CoordinatorMessage::new(
                     "system",
                     format!("{SUMMARY_PREAMBLE}\n{}", s.compaction.summary_text()),
                 )),
                 ContextEntry::Event(e) => messages.extend(Self::message_of(e)),
+                // A kind of entry added to the core after this build adds nothing.
+                _ => {}
             }
         }
-        messages.push(ChatMessage::new("user", question));
+        messages.push(CoordinatorMessage::new("user", question));
         CoordinatorRequest {
             messages,
             question: question.to_owned(),
@@ -75,12 +77,12 @@ impl CoordinatorRequest {
 
     /// The message a verbatim event becomes in the prompt: its text as the user's or the
     /// assistant's, or nothing (no text, or a partial reply).
-    pub(super) fn message_of(event: &Event) -> Option<ChatMessage> {
+    pub(super) fn message_of(event: &Event) -> Option<CoordinatorMessage> {
         if !event.has_text() || event.is_partial() {
             return None;
         }
         let role = if event.is_user() { "user" } else { "assistant" };
-        Some(ChatMessage::new(role, event.text()))
+        Some(CoordinatorMessage::new(role, event.text()))
     }
 
     /// Offers the coordinator the recall tool (builder style).
@@ -245,7 +247,8 @@ struct OfflineRecall {
 /// `recall_history` with that word (once; at most three words are tried) and quotes the best
 /// hit.
 async fn offline_recall(tool: &RecallTool, request: &CoordinatorRequest) -> Option<OfflineRecall> {
-    use compaction_core::recall::{RECALL_TOOL_NAME, words};
+    use compaction_core::RECALL_TOOL_NAME;
+    use compaction_core::store_support::words;
     let shown: std::collections::HashSet<String> = request
         .messages
         .iter()
@@ -290,13 +293,13 @@ async fn offline_recall(tool: &RecallTool, request: &CoordinatorRequest) -> Opti
 }
 
 /// Keys of the coordinator in the config file.
-pub mod config {
+pub(super) mod config {
     /// The OpenAI-compatible base URL (`https://openrouter.ai/api/v1`); unset: offline.
-    pub const KEY_BASE_URL: &str = "coordinator_base_url";
+    pub(crate) const KEY_BASE_URL: &str = "coordinator_base_url";
     /// The model slug sent upstream.
-    pub const KEY_MODEL: &str = "coordinator_model";
+    pub(crate) const KEY_MODEL: &str = "coordinator_model";
     /// The environment variable holding the API key (default `OPENROUTER_API_KEY`).
-    pub const KEY_API_KEY_ENV: &str = "coordinator_api_key_env";
+    pub(crate) const KEY_API_KEY_ENV: &str = "coordinator_api_key_env";
     /// Every coordinator key.
     pub const KEYS: [&str; 3] = [KEY_BASE_URL, KEY_MODEL, KEY_API_KEY_ENV];
 }
@@ -476,7 +479,7 @@ impl OpenAiCompatible {
 /// An upstream failure, with a message that names no key.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct UpstreamError(String);
+pub(super) struct UpstreamError(String);
 
 /// The host (and port, when one is given) of `url`, for `ModelInfo::provider`: never the
 /// user-info part of a URL that carries credentials. Empty when `url` does not parse.

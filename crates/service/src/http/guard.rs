@@ -28,9 +28,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 /// The cookie the login URL sets.
-pub const TOKEN_COOKIE: &str = "compaction_token";
+pub(super) const TOKEN_COOKIE: &str = "compaction_token";
 /// The content security policy of every answer.
-pub const CONTENT_SECURITY_POLICY: &str =
+pub(super) const CONTENT_SECURITY_POLICY: &str =
     "default-src 'self'; frame-ancestors 'none'; base-uri 'none'";
 /// The host names always allowed: loopback.
 const LOOPBACK_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "[::1]", "::1"];

@@ -1,6 +1,6 @@
 //! The whole conversation, paged: what the page shows after a reload (every turn, folded or
 //! not), from the store port's lossless-recall pieces (`expand_turns`, `expand`,
-//! `compaction_history`) with turn numbers as [`compaction_core::recall`] defines them.
+//! `compaction_history`) with turn numbers as lossless recall defines them (`compaction_core::store_support::scan::turns_before`).
 //!
 //! | route | answer |
 //! | --- | --- |
@@ -26,13 +26,13 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::routing::get;
-use compaction_core::recall::RecalledEvent;
-use compaction_core::recall::scan::ExpandError;
+use compaction_core::ExpandError;
+use compaction_core::RecalledEvent;
 use compaction_core::{CharsPerToken, SessionKey, SessionStore, StoreError, TokenEstimator as _};
 use serde_json::{Value, json};
 
+use super::api::{ApiError, ApiResult, route_key};
 use super::page::Page;
-use super::server::{ApiError, ApiResult, route_key};
 
 /// Turns one page holds when the caller names no limit.
 const DEFAULT_LIMIT: usize = 50;
@@ -114,7 +114,7 @@ async fn history(
         let turns = covered.iter().filter_map(|r| r.turn);
         let text: String = covered
             .iter()
-            .map(|r| compaction_core::recall::searchable_text(&r.event))
+            .map(|r| compaction_core::store_support::searchable_text(&r.event))
             .collect::<Vec<_>>()
             .join("\n");
         compactions.push(json!({
@@ -152,7 +152,7 @@ fn by_turn(events: &[RecalledEvent], numbers: &HashMap<&str, usize>) -> Vec<Valu
     let mut turns: Vec<Value> = Vec::new();
     for r in events {
         let Some(turn) = r.turn else { continue };
-        let text = compaction_core::recall::searchable_text(&r.event);
+        let text = compaction_core::store_support::searchable_text(&r.event);
         if text.trim().is_empty() {
             continue;
         }

@@ -28,7 +28,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
 /// How long the loop waits for the cancelled streams to end after the grace period.
-pub const CANCEL_WAIT: Duration = Duration::from_secs(1);
+pub(super) const CANCEL_WAIT: Duration = Duration::from_secs(1);
 /// How long the loop pauses after an accept error (EMFILE and the like).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 

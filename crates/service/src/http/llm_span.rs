@@ -9,7 +9,7 @@
 //! are set through `tracing-opentelemetry`'s span extension (a no-op without its layer).
 
 use compaction_core::ModelInfo;
-use compaction_core::scrub::scrub;
+use compaction_core::scrub;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::coordinator::CoordinatorRequest;

@@ -4,25 +4,28 @@
 //! the settings file through config-ssot). The lane it drives is framework-free
 //! ([`crate::lane`]).
 
+mod api;
 mod chat;
-pub mod coordinator;
-pub mod guard;
+mod coordinator;
+mod guard;
 mod history;
-pub mod listener;
+mod listener;
 mod llm_span;
 mod open_turns;
 mod openai_stream;
 mod page;
 mod recall;
-pub mod recall_tool;
+mod recall_tool;
 mod relay;
 mod server;
+mod sessions;
 mod settings;
 mod shape;
 mod token_series;
 
+pub use coordinator::config::KEYS as COORDINATOR_KEYS;
 pub use coordinator::{
-    ChatMessage, Coordinator, CoordinatorConfig, CoordinatorConfigError, CoordinatorRequest,
+    Coordinator, CoordinatorConfig, CoordinatorConfigError, CoordinatorMessage, CoordinatorRequest,
     OfflineCoordinator, OpenAiCompatible, RecallTool, ReplyChunk, ReplyStream, SelectedCoordinator,
     select_coordinator,
 };

@@ -10,7 +10,8 @@ use compaction_core::{
     AssembledContext, ContextEntry, Event, EventBuilder, SessionKey, StoreError, Timestamp,
 };
 
-use super::server::{AppState, Server, append_latest};
+use super::server::{AppState, Server};
+use super::sessions::append_latest;
 
 /// The session's context for a new turn, after closing a turn a crash left open.
 pub(super) async fn close_open_turn(

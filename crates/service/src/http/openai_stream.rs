@@ -3,7 +3,7 @@
 //! ([`super::recall_tool::RecallTool`]) and the completion continues in a follow-up request
 //! (at most [`MAX_CALLS_PER_TURN`] calls; the last follow-up offers no tools).
 
-use compaction_core::recall::RECALL_TOOL_NAME;
+use compaction_core::RECALL_TOOL_NAME;
 use compaction_core::{AdapterError, FailureKind};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;

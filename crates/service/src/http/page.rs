@@ -269,7 +269,7 @@ async fn tokens(
     State(page): State<Arc<Page>>,
     Path((app, user, id)): Path<(String, String, String)>,
 ) -> Response {
-    let key = match super::server::route_key(app, user, id) {
+    let key = match super::api::route_key(app, user, id) {
         Ok(key) => key,
         Err(refusal) => return refusal.into_response(),
     };

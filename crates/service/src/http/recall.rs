@@ -16,11 +16,12 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::routing::get;
-use compaction_core::recall::{self, RecalledEvent};
+use compaction_core::RecalledEvent;
+use compaction_core::store_support as recall;
 use compaction_core::{RecallQuery, SessionStore};
 use serde_json::{Value, json};
 
-use super::server::{ApiError, ApiResult, route_key};
+use super::api::{ApiError, ApiResult, route_key};
 
 /// The recall routes over `store`.
 pub(super) fn router(store: Arc<dyn SessionStore>) -> Router {

@@ -6,21 +6,22 @@
 //! (4 characters a token). The server stores each call and its result as the turn's function
 //! call and function response events ([`ReplyChunk::ToolCall`], [`ReplyChunk::ToolResult`]),
 //! so ADK's prompt builder sees them too; recall never searches its own results
-//! (`compaction_core::recall::searchable_text` leaves this tool's parts out).
+//! (`compaction_core::store_support::searchable_text` leaves this tool's parts out).
 //!
 //! Arguments: `{"query": "words"}` or `{"turns": "A..B"}` (or `{"turns": [A, B]}`); a bad
 //! argument is answered as an error text the model reads, never a failed turn.
 
 use std::sync::Arc;
 
-use compaction_core::recall::{RECALL_TOOL_NAME, check_limit};
+use compaction_core::RECALL_TOOL_NAME;
+use compaction_core::store_support::check_limit;
 use compaction_core::{RecallHit, RecallQuery, SessionKey, SessionStore};
 use serde_json::{Value, json};
 
 /// Calls a turn may make.
-pub const MAX_CALLS_PER_TURN: usize = 3;
+pub(super) const MAX_CALLS_PER_TURN: usize = 3;
 /// The largest tool result, in tokens (4 characters a token).
-pub const MAX_RESULT_TOKENS: usize = 1_500;
+pub(super) const MAX_RESULT_TOKENS: usize = 1_500;
 /// Hits a search returns to the model.
 const TOOL_HITS: usize = 5;
 /// The widest turn range one call expands.

@@ -18,7 +18,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, Weak};
 
 use compaction_core::Settings;
-use compaction_core::settings::{KEYS, key_hint};
+use compaction_core::{KEYS, key_hint};
 use config_ssot::{ConfigError, ConfigFile, ConfigStore, DEFAULT_POLL_INTERVAL, WatchEvent};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;

@@ -9,7 +9,7 @@ use compaction_core::{
 };
 use serde_json::{Value, json};
 
-use super::coordinator::{ChatMessage, CoordinatorRequest};
+use super::coordinator::{CoordinatorMessage, CoordinatorRequest};
 
 /// The series for a session's `events` and its next prompt's `context`.
 pub(super) fn token_series(events: &[Event], context: &AssembledContext) -> Value {
@@ -50,7 +50,7 @@ pub(super) fn token_series(events: &[Event], context: &AssembledContext) -> Valu
     })
 }
 
-fn estimate(message: &ChatMessage) -> u64 {
+fn estimate(message: &CoordinatorMessage) -> u64 {
     CharsPerToken.estimate(&message.content) as u64
 }
 

@@ -277,7 +277,8 @@ impl AdkPostgresStore {
             .query_opt(&stmt, &[&key.app_name, &key.user_id, &key.session_id])
             .await
             .map_err(self.db.pg(op))?;
-        row.map(|row| self.revision_of(key, row.get(0))).transpose()
+        row.map(|row| self.revision_of(key, self.db.column(&row, 0, op)?))
+            .transpose()
     }
 
     /// The revision an `update_time` (as text) stands for.
@@ -315,9 +316,9 @@ impl AdkPostgresStore {
         else {
             return Ok(None);
         };
-        let revision = self.revision_of(key, row.get(0))?;
+        let revision = self.revision_of(key, self.db.column(&row, 0, op)?)?;
         let parse = |i: usize| -> Result<Map<String, Value>, SessionStoreError> {
-            match row.get::<_, Option<String>>(i) {
+            match self.db.column::<Option<String>>(&row, i, op)? {
                 None => Ok(Map::new()),
                 Some(text) => self.db.parse_state(key, &text),
             }
@@ -391,15 +392,16 @@ impl AdkPostgresStore {
             .query(&stmt, &[&key.app_name, &key.user_id, &key.session_id])
             .await
             .map_err(self.db.pg(op))?;
-        Ok(rows
-            .iter()
-            .map(|r| EventRow {
-                id: r.get(0),
-                invocation_id: r.get(1),
-                column_timestamp: r.get(2),
-                data: r.get(3),
+        rows.iter()
+            .map(|r| {
+                Ok(EventRow {
+                    id: self.db.column(r, 0, op)?,
+                    invocation_id: self.db.column(r, 1, op)?,
+                    column_timestamp: self.db.column(r, 2, op)?,
+                    data: self.db.column(r, 3, op)?,
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// Rebuilds an event as ADK's `StorageEvent.to_event` does

@@ -59,6 +59,30 @@ pub async fn detect_postgres_layout(
     result
 }
 
+/// `(table, column, data type)` of ADK's tables in `adk_schema`.
+async fn adk_columns(
+    probe: &PostgresStore,
+    client: &Object,
+    adk_schema: &str,
+    op: Operation<'_>,
+) -> Result<Vec<(String, String, String)>, SessionStoreError> {
+    client
+        .query(
+            "SELECT table_name::text, column_name::text, data_type::text \
+             FROM information_schema.columns WHERE table_schema = $1 \
+             AND table_name IN ('adk_internal_metadata', 'sessions', 'events')",
+            &[&adk_schema],
+        )
+        .await
+        .map_err(probe.pg(op))?
+        .iter()
+        .map(|r| {
+            let text = |i| probe.column::<String>(r, i, op);
+            Ok((text(0)?, text(1)?, text(2)?))
+        })
+        .collect()
+}
+
 /// Classifies the database: the native store in `native_schema` (when given) first, then ADK's
 /// tables in `adk_schema`.
 pub(crate) async fn classify(
@@ -70,32 +94,19 @@ pub(crate) async fn classify(
     let op = || "detecting the layout of the database".to_owned();
     let op: Operation<'_> = &op;
     if let Some(native_schema) = native_schema {
-        let native: bool = client
+        let native = client
             .query_one(
                 "SELECT EXISTS (SELECT 1 FROM information_schema.tables \
                  WHERE table_schema = $1 AND table_name = 'schema_version')",
                 &[&native_schema],
             )
             .await
-            .map_err(probe.pg(op))?
-            .get(0);
-        if native {
+            .map_err(probe.pg(op))?;
+        if probe.column(&native, 0, op)? {
             return Ok(PostgresLayout::Native);
         }
     }
-    // (table, column, data type) of ADK's tables.
-    let columns: Vec<(String, String, String)> = client
-        .query(
-            "SELECT table_name::text, column_name::text, data_type::text \
-             FROM information_schema.columns WHERE table_schema = $1 \
-             AND table_name IN ('adk_internal_metadata', 'sessions', 'events')",
-            &[&adk_schema],
-        )
-        .await
-        .map_err(probe.pg(op))?
-        .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
-        .collect();
+    let columns = adk_columns(probe, client, adk_schema, op).await?;
     let column = |table: &str, name: &str| {
         columns
             .iter()
@@ -115,7 +126,8 @@ pub(crate) async fn classify(
             )
             .await
             .map_err(probe.pg(op))?
-            .map(|r| r.get(0));
+            .map(|r| probe.column(&r, 0, op))
+            .transpose()?;
         match version.as_deref() {
             Some("1") => {}
             Some("0") => return Err(SessionStoreError::AdkLegacySchema { path: probe.path() }),

@@ -125,18 +125,17 @@ impl AdkPostgresStore {
             .query(&stmt, &[&key.app_name, &key.user_id, &key.session_id, &ids])
             .await
             .map_err(self.db.pg(op))?;
-        Ok(rows
-            .iter()
+        rows.iter()
             .map(|r| {
                 let row = EventRow {
-                    id: r.get(0),
-                    invocation_id: r.get(1),
-                    column_timestamp: r.get(2),
-                    data: r.get(3),
+                    id: self.db.column(r, 0, op)?,
+                    invocation_id: self.db.column(r, 1, op)?,
+                    column_timestamp: self.db.column(r, 2, op)?,
+                    data: self.db.column(r, 3, op)?,
                 };
-                (row.id.clone(), row)
+                Ok((row.id.clone(), row))
             })
-            .collect())
+            .collect()
     }
 
     /// Loads the session's state, revision and live tail (see

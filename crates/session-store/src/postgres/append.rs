@@ -8,26 +8,22 @@
 //! re-checks `revision = $read` for each of them (READ COMMITTED), finds it false, and they are
 //! refused as stale. Any failure after the compare-and-set returns before `COMMIT`, and the
 //! dropped transaction is rolled back: nothing is half-written, the revision included.
+//!
+//! What each step does to the session is the driver-free [`append_plan`](crate::append_plan)'s,
+//! shared with the SQLite store; this module reads and writes the rows it names.
 
-use compaction_core::context::{CompactionRange, subsumption_on_append};
-use compaction_core::history::{starts_turn, timestamp_may_follow};
+use compaction_core::store_support::CompactionRange;
+use compaction_core::store_support::starts_turn;
 use compaction_core::{Event, EventCompaction, Revision, SessionKey, Timestamp};
 use deadpool_postgres::{Object, Transaction};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio_postgres::error::SqlState;
 
+use crate::append_plan::{self, AppendPlan, NextStep, StoredFlags};
 use crate::error::SessionStoreError;
-use crate::header::Recomputed;
-use crate::postgres::{HEADER_COLUMNS, PostgresStore, recall, session_row};
-use crate::row::{EventColumns, LiveRef, SessionRow, now_seconds, tokens_to_sql};
-
-/// ADK's state-delta action keys (snake_case and the camelCase alias).
-const STATE_DELTA_KEYS: [&str; 2] = ["state_delta", "stateDelta"];
-
-/// State keys ADK never persists.
-const TEMP_PREFIX: &str = "temp:";
-
-type Operation<'a> = &'a (dyn Fn() -> String + Sync);
+use crate::postgres::column::Operation;
+use crate::postgres::{HEADER_COLUMNS, PostgresStore, recall};
+use crate::row::{EventColumns, SessionRow, now_seconds, tokens_to_sql};
 
 impl PostgresStore {
     /// Appends `event` if the session is still at `expected`; returns `expected + 1`.
@@ -81,60 +77,59 @@ impl PostgresStore {
         let Some(won) = won else {
             return Err(self.refused(&tx, key, expected, op).await);
         };
-        let mut row = session_row(&won);
+        let mut row = self.session_row(&won, op)?;
         // RETURNING gives the bumped revision.
-        let seq = i64::try_from(row.revision).unwrap_or(i64::MAX);
+        let plan = AppendPlan::new(event, i64::try_from(row.revision).unwrap_or(i64::MAX));
+        let latest = self.latest_in_view(&tx, row.pk, op).await?;
+        self.insert_event(&tx, key, row.pk, plan.seq, event, &body, plan.in_view)
+            .await?;
+        plan.check_timestamp(latest, key, || self.path())?;
+        match plan.header_step(&mut row) {
+            NextStep::Done => {}
+            NextStep::Compaction(compaction) => {
+                self.on_compaction(&tx, key, &mut row, plan.seq, compaction)
+                    .await?;
+            }
+            NextStep::Recompute => self.recompute(&tx, key, &mut row).await?,
+        }
+        if let Some(persisted) = plan.persisted_state() {
+            self.apply_state_delta(&tx, key, row.pk, &persisted).await?;
+        }
+        self.write_header(&tx, &row, op).await?;
+        tx.commit().await.map_err(self.pg(op))?;
+        Ok(Revision(row.revision))
+    }
 
+    /// The latest timestamp of the view's non-compaction events.
+    async fn latest_in_view(
+        &self,
+        tx: &Transaction<'_>,
+        pk: i64,
+        op: Operation<'_>,
+    ) -> Result<Option<f64>, SessionStoreError> {
         // Statements on the hot path are prepared once per connection (`prepare_cached`): a
         // statement given as text costs a second round trip to prepare on every call.
-        let latest_stmt = tx
+        let stmt = tx
             .prepare_cached(
                 "SELECT max(ts) FROM events WHERE session_pk = $1 AND in_view \
                  AND NOT is_compaction",
             )
             .await
             .map_err(self.pg(op))?;
-        let latest: Option<f64> = tx
-            .query_one(&latest_stmt, &[&row.pk])
-            .await
-            .map_err(self.pg(op))?
-            .get(0);
-        let latest = latest.and_then(|s| Timestamp::new(s).ok());
-        let is_rewind = event.actions.rewind_before_invocation_id.is_some();
-        let in_view = !is_rewind && event.is_unscoped();
-        self.insert_event(&tx, key, row.pk, seq, event, &body, in_view)
-            .await?;
-        // Checked after the insert so that a duplicate is named as one (as the SQLite store
-        // does); returning drops the transaction, so nothing is written either way.
-        if !timestamp_may_follow(latest, event) {
-            return Err(SessionStoreError::NonIncreasingTimestamp {
-                path: self.path(),
-                key: Box::new(key.clone()),
-                event_id: event.id.clone(),
-                latest: latest.unwrap_or(Timestamp::EPOCH),
-                offered: event.timestamp,
-            });
-        }
+        let latest = tx.query_one(&stmt, &[&pk]).await.map_err(self.pg(op))?;
+        self.column(&latest, 0, op)
+    }
 
-        if is_rewind {
-            self.recompute(&tx, key, &mut row).await?;
-        } else if in_view {
-            if let Some(tokens) = event.prompt_tokens() {
-                row.prompt_tokens = Some(tokens);
-            }
-            match event.compaction() {
-                Some(compaction) => {
-                    self.on_compaction(&tx, key, &mut row, seq, compaction)
-                        .await?;
-                }
-                None => row.tracker.observe(event),
-            }
-        }
-        if let Some(delta) = state_delta(event) {
-            self.apply_state_delta(&tx, key, row.pk, delta).await?;
-        }
+    /// Writes the header the plan left in `row` (the revision was bumped by the
+    /// compare-and-set).
+    async fn write_header(
+        &self,
+        tx: &Transaction<'_>,
+        row: &SessionRow,
+        op: Operation<'_>,
+    ) -> Result<(), SessionStoreError> {
         let closed = i64::try_from(row.tracker.closed).unwrap_or(i64::MAX);
-        let header_stmt = tx
+        let stmt = tx
             .prepare_cached(
                 "UPDATE sessions SET closed_turns = $2, open_turn = $3, prompt_tokens = $4, \
                  live_seq = $5, live_start = $6, live_end = $7 WHERE pk = $1",
@@ -142,7 +137,7 @@ impl PostgresStore {
             .await
             .map_err(self.pg(op))?;
         tx.execute(
-            &header_stmt,
+            &stmt,
             &[
                 &row.pk,
                 &closed,
@@ -155,8 +150,7 @@ impl PostgresStore {
         )
         .await
         .map_err(self.pg(op))?;
-        tx.commit().await.map_err(self.pg(op))?;
-        Ok(Revision(row.revision))
+        Ok(())
     }
 
     /// Why the compare-and-set matched no row: the session moved on, or does not exist.
@@ -174,15 +168,19 @@ impl PostgresStore {
                 &[&key.app_name, &key.user_id, &key.session_id],
             )
             .await;
-        match found {
-            Ok(Some(row)) => SessionStoreError::Stale {
+        let revision = match found {
+            Ok(Some(row)) => self.column::<i64>(&row, 0, op),
+            Ok(None) => return self.not_found(key),
+            Err(e) => return self.pg(op)(e),
+        };
+        match revision {
+            Ok(revision) => SessionStoreError::Stale {
                 path: self.path(),
                 key: key.clone(),
                 expected,
-                actual: Revision(row.get::<_, i64>(0).unsigned_abs()),
+                actual: Revision(revision.unsigned_abs()),
             },
-            Ok(None) => self.not_found(key),
-            Err(e) => self.pg(op)(e),
+            Err(e) => e,
         }
     }
 
@@ -244,8 +242,8 @@ impl PostgresStore {
         }
     }
 
-    /// A compaction joined the view at `seq`: subsumption and the live compaction as
-    /// compaction-core decides them (see the SQLite store's `on_compaction`).
+    /// A compaction joined the view at `seq`: reads the view's other non-subsumed
+    /// compactions and writes what [`append_plan::on_compaction`] decides.
     async fn on_compaction(
         &self,
         tx: &Transaction<'_>,
@@ -256,19 +254,45 @@ impl PostgresStore {
     ) -> Result<(), SessionStoreError> {
         let op = || format!("updating the compactions of session {key}");
         let op: Operation<'_> = &op;
+        let others = self.view_compactions(tx, key, row.pk, seq, op).await?;
+        let step = append_plan::on_compaction(row, seq, compaction, &others);
+        if !step.newly_subsumed.is_empty() {
+            tx.execute(
+                "UPDATE events SET subsumed = TRUE WHERE session_pk = $1 AND seq = ANY($2)",
+                &[&row.pk, &step.newly_subsumed],
+            )
+            .await
+            .map_err(self.pg(op))?;
+        }
+        if step.drifted {
+            tracing::warn!(session = %key, database = %self.database, "compaction flags drifted; recomputing the header");
+            self.recompute(tx, key, row).await?;
+        }
+        Ok(())
+    }
+
+    /// The view's non-subsumed compactions other than the one at `seq`.
+    async fn view_compactions(
+        &self,
+        tx: &Transaction<'_>,
+        key: &SessionKey,
+        pk: i64,
+        seq: i64,
+        op: Operation<'_>,
+    ) -> Result<Vec<CompactionRange>, SessionStoreError> {
         let rows = tx
             .query(
                 "SELECT seq, comp_start, comp_end FROM events WHERE session_pk = $1 \
                  AND in_view AND is_compaction AND NOT subsumed AND seq <> $2",
-                &[&row.pk, &seq],
+                &[&pk, &seq],
             )
             .await
             .map_err(self.pg(op))?;
-        let mut candidates: Vec<CompactionRange> = Vec::with_capacity(rows.len());
+        let mut others = Vec::with_capacity(rows.len());
         for r in &rows {
-            let position: i64 = r.get(0);
+            let position: i64 = self.column(r, 0, op)?;
             let range = |column: usize| {
-                Timestamp::new(r.get::<_, f64>(column)).map_err(|e| {
+                Timestamp::new(self.column::<f64>(r, column, op)?).map_err(|e| {
                     self.corrupt_row(
                         key,
                         position,
@@ -276,43 +300,13 @@ impl PostgresStore {
                     )
                 })
             };
-            candidates.push(CompactionRange {
+            others.push(CompactionRange {
                 position,
                 start: range(1)?,
                 end: range(2)?,
             });
         }
-        let new = CompactionRange {
-            position: seq,
-            start: compaction.start_timestamp,
-            end: compaction.end_timestamp,
-        };
-        let appended = subsumption_on_append(&candidates, new);
-        if !appended.newly_subsumed.is_empty() {
-            tx.execute(
-                "UPDATE events SET subsumed = TRUE WHERE session_pk = $1 AND seq = ANY($2)",
-                &[&row.pk, &appended.newly_subsumed],
-            )
-            .await
-            .map_err(self.pg(op))?;
-        }
-        let live = appended.live.map(|l| LiveRef {
-            seq: l.position,
-            start: l.start.seconds(),
-            end: l.end.seconds(),
-        });
-        match live {
-            Some(live) if live.seq == seq => {
-                row.live = Some(live);
-                row.tracker.reset();
-            }
-            Some(live) if row.live.is_some_and(|old| old.seq == live.seq) => {}
-            _ => {
-                tracing::warn!(session = %key, database = %self.database, "compaction flags drifted; recomputing the header");
-                self.recompute(tx, key, row).await?;
-            }
-        }
-        Ok(())
+        Ok(others)
     }
 
     /// The slow path (after a rewind): every view and subsumption flag and the header from
@@ -333,26 +327,23 @@ impl PostgresStore {
             )
             .await
             .map_err(self.pg(op))?;
-        let mut stored: Vec<(i64, bool, bool)> = Vec::with_capacity(rows.len());
+        let mut stored: Vec<StoredFlags> = Vec::with_capacity(rows.len());
         let mut events: Vec<Event> = Vec::with_capacity(rows.len());
         for r in &rows {
-            let seq: i64 = r.get(0);
-            events.push(self.parse_event(key, seq, r.get(1), r.get(2))?);
-            stored.push((seq, r.get(3), r.get(4)));
+            let seq: i64 = self.column(r, 0, op)?;
+            events.push(self.parse_event(
+                key,
+                seq,
+                self.column(r, 1, op)?,
+                self.column(r, 2, op)?,
+            )?);
+            stored.push((seq, self.column(r, 3, op)?, self.column(r, 4, op)?));
         }
-        let fresh = Recomputed::from_history(&events);
-        let mut seqs = Vec::new();
-        let mut views = Vec::new();
-        let mut subs = Vec::new();
-        for (i, (seq, in_view, subsumed)) in stored.iter().enumerate() {
-            let (v, s) = (fresh.in_view[i], fresh.subsumed[i]);
-            if (v, s) != (*in_view, *subsumed) {
-                seqs.push(*seq);
-                views.push(v);
-                subs.push(s);
-            }
-        }
-        if !seqs.is_empty() {
+        let changed = append_plan::recompute(row, &events, &stored);
+        if !changed.is_empty() {
+            let seqs: Vec<i64> = changed.iter().map(|c| c.0).collect();
+            let views: Vec<bool> = changed.iter().map(|c| c.1).collect();
+            let subs: Vec<bool> = changed.iter().map(|c| c.2).collect();
             tx.execute(
                 "UPDATE events e SET in_view = f.in_view, subsumed = f.subsumed \
                  FROM unnest($2::bigint[], $3::boolean[], $4::boolean[]) AS f(seq, in_view, subsumed) \
@@ -362,45 +353,25 @@ impl PostgresStore {
             .await
             .map_err(self.pg(op))?;
         }
-        row.tracker = fresh.tracker;
-        row.prompt_tokens = fresh.prompt_tokens;
-        row.live = fresh.live.and_then(|i| {
-            let c = events[i].compaction()?;
-            Some(LiveRef {
-                seq: stored[i].0,
-                start: c.start_timestamp.seconds(),
-                end: c.end_timestamp.seconds(),
-            })
-        });
         Ok(())
     }
 
-    /// Merges ADK's `state_delta` into the session state (keys prefixed `temp:` are dropped).
+    /// Merges the persisted part of ADK's `state_delta` into the session state.
     async fn apply_state_delta(
         &self,
         tx: &Transaction<'_>,
         key: &SessionKey,
         pk: i64,
-        delta: &Map<String, Value>,
+        persisted: &[(&String, &Value)],
     ) -> Result<(), SessionStoreError> {
         let op = || format!("updating the state of session {key}");
         let op: Operation<'_> = &op;
-        let persisted: Vec<(&String, &Value)> = delta
-            .iter()
-            .filter(|(k, _)| !k.starts_with(TEMP_PREFIX))
-            .collect();
-        if persisted.is_empty() {
-            return Ok(());
-        }
-        let stored: String = tx
+        let stored = tx
             .query_one("SELECT state FROM sessions WHERE pk = $1", &[&pk])
             .await
-            .map_err(self.pg(op))?
-            .get(0);
-        let mut state = self.parse_state(key, &stored)?;
-        for (k, v) in persisted {
-            state.insert(k.clone(), v.clone());
-        }
+            .map_err(self.pg(op))?;
+        let mut state = self.parse_state(key, self.column(&stored, 0, op)?)?;
+        append_plan::merge_state(&mut state, persisted);
         let json =
             serde_json::to_string(&state).map_err(|e| self.serialize_error(key, "state", e))?;
         tx.execute(
@@ -424,13 +395,4 @@ impl PostgresStore {
             )),
         }
     }
-}
-
-/// The event's `state_delta` action, when it carries a non-empty one.
-fn state_delta(event: &Event) -> Option<&Map<String, Value>> {
-    STATE_DELTA_KEYS
-        .iter()
-        .find_map(|k| event.actions.extra.get(*k))
-        .and_then(Value::as_object)
-        .filter(|m| !m.is_empty())
 }

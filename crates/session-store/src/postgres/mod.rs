@@ -3,7 +3,7 @@
 //!
 //! The same port ([`compaction_core::SessionStore`]) and the same design as the SQLite store:
 //! - a **session header row** (revision, the gate's turn count kept by compaction-core's
-//!   [`TurnTracker`](compaction_core::history::TurnTracker), the latest coordinator prompt
+//!   [`TurnTracker`](compaction_core::store_support::TurnTracker), the latest coordinator prompt
 //!   token count, the live compaction), so the gate reads one row;
 //! - **indexed event columns** (`ts`, `in_view`, `is_compaction`, `comp_start`/`comp_end`,
 //!   `subsumed`) with partial indexes for the coordinator view and the compactions, so the
@@ -41,6 +41,7 @@ mod adk_detect;
 mod adk_outline;
 mod adk_tail;
 mod append;
+mod column;
 mod port;
 mod read;
 mod recall;
@@ -51,15 +52,13 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use compaction_core::history::{OpenTurn, TurnTracker};
 use compaction_core::{Event, FailureKind, SessionKey};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
 use serde_json::{Map, Value};
+use tokio_postgres::NoTls;
 use tokio_postgres::config::Host;
-use tokio_postgres::{NoTls, Row};
 
 use crate::error::SessionStoreError;
-use crate::row::{LiveRef, SessionRow};
 
 pub use adk::{ADK_DEFAULT_SCHEMA, AdkPostgresStore};
 pub use adk_detect::{
@@ -335,7 +334,9 @@ impl PostgresStore {
                 .await
                 .map_err(self.pg(&op))?
                 .ok_or_else(|| self.not_found(key))?;
-            Ok(session_row(&row).header())
+            Ok(self
+                .session_row(&row, &op as column::Operation<'_>)?
+                .header())
         }
         .await;
         self.release(client, &result);
@@ -465,7 +466,7 @@ impl PostgresStore {
     }
 }
 
-/// The header columns, in the order [`session_row`] reads them.
+/// The header columns, in the order `PostgresStore::session_row` (module `column`) reads them.
 pub(crate) const HEADER_COLUMNS: &str =
     "pk, revision, closed_turns, open_turn, prompt_tokens, live_seq, live_start, live_end";
 
@@ -473,27 +474,6 @@ pub(crate) const HEADER_COLUMNS: &str =
 pub(crate) const SESSION_ROW: &str = "SELECT pk, revision, closed_turns, open_turn, prompt_tokens, \
      live_seq, live_start, live_end FROM sessions \
      WHERE app_name = $1 AND user_id = $2 AND session_id = $3";
-
-/// Reads a row selected with [`HEADER_COLUMNS`].
-pub(crate) fn session_row(row: &Row) -> SessionRow {
-    let live_seq: Option<i64> = row.get(5);
-    let live_start: Option<f64> = row.get(6);
-    let live_end: Option<f64> = row.get(7);
-    let live = match (live_seq, live_start, live_end) {
-        (Some(seq), Some(start), Some(end)) => Some(LiveRef { seq, start, end }),
-        _ => None,
-    };
-    SessionRow {
-        pk: row.get(0),
-        revision: row.get::<_, i64>(1).unsigned_abs(),
-        tracker: TurnTracker {
-            closed: row.get::<_, i64>(2).unsigned_abs(),
-            open: OpenTurn::from_code(row.get(3)),
-        },
-        prompt_tokens: row.get::<_, Option<i64>>(4).map(|t| t as u64),
-        live,
-    }
-}
 
 impl SessionStoreError {
     /// A driver error, classified: a lost or refused connection is `transport`, a lock or

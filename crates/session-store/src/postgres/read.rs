@@ -15,7 +15,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
 use crate::error::SessionStoreError;
-use crate::postgres::{PostgresStore, SESSION_ROW, session_row};
+use crate::postgres::{PostgresStore, SESSION_ROW};
 use crate::row::{LiveRef, SessionRow, now_seconds};
 
 type Operation<'a> = &'a (dyn Fn() -> String + Sync);
@@ -99,7 +99,7 @@ impl PostgresStore {
             .map_err(self.pg(op))?
             .ok_or_else(|| self.not_found(key))?;
         let name = op();
-        let value = read(&tx, session_row(&row), &name).await?;
+        let value = read(&tx, self.session_row(&row, op)?, &name).await?;
         tx.commit().await.map_err(self.pg(op))?;
         Ok(value)
     }
@@ -113,13 +113,18 @@ impl PostgresStore {
         op: &str,
     ) -> Result<Rows, SessionStoreError> {
         let stmt = tx.prepare_cached(sql).await.map_err(self.pg_named(op))?;
-        Ok(tx
-            .query(&stmt, params)
+        tx.query(&stmt, params)
             .await
             .map_err(self.pg_named(op))?
             .iter()
-            .map(|r| (r.get(0), r.get(1), r.get(2)))
-            .collect())
+            .map(|r| {
+                Ok((
+                    self.column(r, 0, op)?,
+                    self.column(r, 1, op)?,
+                    self.column(r, 2, op)?,
+                ))
+            })
+            .collect()
     }
 
     fn parse_rows(&self, key: &SessionKey, rows: &Rows) -> Result<Vec<Event>, SessionStoreError> {
@@ -139,12 +144,11 @@ impl PostgresStore {
             .prepare_cached("SELECT state FROM sessions WHERE pk = $1")
             .await
             .map_err(self.pg_named(op))?;
-        let state: String = tx
+        let row = tx
             .query_one(&stmt, &[&pk])
             .await
-            .map_err(self.pg_named(op))?
-            .get(0);
-        self.parse_state(key, &state)
+            .map_err(self.pg_named(op))?;
+        self.parse_state(key, self.column(&row, 0, op)?)
     }
 
     /// The session with its whole history, in append order.
@@ -311,9 +315,11 @@ impl PostgresStore {
                     .map_err(self.pg_named(op))?;
                 let mut entries = Vec::with_capacity(rows.len());
                 for r in &rows {
-                    let seq: i64 = r.get(0);
-                    let event = self.parse_event(key, seq, r.get(1), r.get(2))?;
-                    let entry = CompactionEntry::new(&event, r.get(3)).ok_or_else(|| {
+                    let seq: i64 = self.column(r, 0, op)?;
+                    let (id, body) = (self.column(r, 1, op)?, self.column(r, 2, op)?);
+                    let event = self.parse_event(key, seq, id, body)?;
+                    let subsumed = self.column(r, 3, op)?;
+                    let entry = CompactionEntry::new(&event, subsumed).ok_or_else(|| {
                         self.corrupt_row(key, seq, "the event carries no compaction")
                     })?;
                     entries.push(entry);
@@ -349,7 +355,7 @@ impl PostgresStore {
         op: Operation<'_>,
     ) -> Result<(), SessionStoreError> {
         let tx = client.transaction().await.map_err(self.pg(op))?;
-        let pk: i64 = tx
+        let row = tx
             .query_opt(
                 "SELECT pk FROM sessions WHERE app_name = $1 AND user_id = $2 \
                  AND session_id = $3 FOR UPDATE",
@@ -357,8 +363,8 @@ impl PostgresStore {
             )
             .await
             .map_err(self.pg(op))?
-            .ok_or_else(|| self.not_found(key))?
-            .get(0);
+            .ok_or_else(|| self.not_found(key))?;
+        let pk: i64 = self.column(&row, 0, op)?;
         tx.execute(
             "INSERT INTO decisions (session_pk, seq, body) VALUES ($1, \
              (SELECT coalesce(max(seq), 0) + 1 FROM decisions WHERE session_pk = $1), $2)",
@@ -385,8 +391,8 @@ impl PostgresStore {
                 .map_err(self.pg_named(op))?;
             rows.iter()
                 .map(|r| {
-                    let seq: i64 = r.get(0);
-                    serde_json::from_str(r.get(1)).map_err(|source| {
+                    let seq: i64 = self.column(r, 0, op)?;
+                    serde_json::from_str(self.column(r, 1, op)?).map_err(|source| {
                         SessionStoreError::CorruptEvent {
                             path: self.path(),
                             key: Box::new(key.clone()),
@@ -418,15 +424,14 @@ impl PostgresStore {
             )
             .await
             .map_err(self.pg(op))?;
-        Ok(rows
-            .iter()
+        rows.iter()
             .map(|r| {
-                SessionKey::new(
-                    r.get::<_, String>(0),
-                    r.get::<_, String>(1),
-                    r.get::<_, String>(2),
-                )
+                Ok(SessionKey::new(
+                    self.column::<String>(r, 0, op)?,
+                    self.column::<String>(r, 1, op)?,
+                    self.column::<String>(r, 2, op)?,
+                ))
             })
-            .collect())
+            .collect()
     }
 }

@@ -5,14 +5,14 @@
 //!
 //! # The index (migration 2)
 //! - `events.recall tsvector`: the distinct words of the event's searchable text
-//!   (`compaction_core::recall::words` of `searchable_text`), computed in Rust at the append and
+//!   (`compaction_core::store_support::words` of `searchable_text`), computed in Rust at the append and
 //!   passed as one space-separated parameter, turned into lexemes by `array_to_tsvector`, so
 //!   PostgreSQL's parser and its text search configurations never touch them: no stemming, no
 //!   stop words, no special tokens for URLs, paths or decimals, and the same words whatever the
 //!   database's encoding or locale. NULL for what a search never looks at (compactions,
 //!   rewinds, events without text). A GIN index (`events_recall`) answers `@@`.
 //! - `events.turn_start` (partial index `events_turn_starts`): the event opens a turn
-//!   (`compaction_core::history::starts_turn`), so a hit's turn number is one indexed count
+//!   (`compaction_core::store_support::starts_turn`), so a hit's turn number is one indexed count
 //!   and a turn range two indexed lookups, as on SQLite.
 //! - A query is compaction-core's list of words, each a quoted `tsquery` lexeme joined by `&`:
 //!   a word holds only letters and digits, so nothing a user types is `tsquery` syntax.
@@ -28,13 +28,13 @@
 //! It never lets a query's text reach PostgreSQL as syntax and never shows an SQL error for a
 //! bad query (compaction-core refuses those before a store is asked).
 
-use compaction_core::context::CompactionRange;
-use compaction_core::history::starts_turn;
-use compaction_core::recall::scan::{self, ExpandError};
-use compaction_core::recall::{
-    Coverage, RecallHit, RecallQuery, RecalledEvent, searchable_text, snippet, words,
-};
+use compaction_core::ExpandError;
+use compaction_core::store_support::CompactionRange;
+use compaction_core::store_support::scan;
+use compaction_core::store_support::starts_turn;
+use compaction_core::store_support::{Coverage, searchable_text, snippet, words};
 use compaction_core::{Event, SessionKey, Timestamp};
+use compaction_core::{RecallHit, RecallQuery, RecalledEvent};
 use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;
 
@@ -135,17 +135,19 @@ pub(super) async fn backfill(
         let Some(last) = rows.last() else {
             return Ok(());
         };
-        after = (last.get(0), last.get(1));
+        after = (store.column(last, 0, op)?, store.column(last, 1, op)?);
         let (mut pks, mut seqs, mut starts, mut lexes) = (vec![], vec![], vec![], vec![]);
         for r in &rows {
             let key = SessionKey::new(
-                r.get::<_, String>(4),
-                r.get::<_, String>(5),
-                r.get::<_, String>(6),
+                store.column::<String>(r, 4, op)?,
+                store.column::<String>(r, 5, op)?,
+                store.column::<String>(r, 6, op)?,
             );
-            let event = store.parse_event(&key, r.get(1), r.get(2), r.get(3))?;
-            pks.push(r.get::<_, i64>(0));
-            seqs.push(r.get::<_, i64>(1));
+            let (pk, seq): (i64, i64) = (store.column(r, 0, op)?, store.column(r, 1, op)?);
+            let (id, body) = (store.column(r, 2, op)?, store.column(r, 3, op)?);
+            let event = store.parse_event(&key, seq, id, body)?;
+            pks.push(pk);
+            seqs.push(seq);
             starts.push(starts_turn(&event));
             lexes.push(lexemes(&event));
         }
@@ -202,11 +204,11 @@ impl PostgresStore {
             .await
             .map_err(self.pg_named(op))?;
         let pipeline = query.includes_pipeline();
-        Ok(tx
+        let found = tx
             .query_one(&stmt, &[&pk, &pipeline])
             .await
-            .map_err(self.pg_named(op))?
-            .get(0))
+            .map_err(self.pg_named(op))?;
+        self.column(&found, 0, op)
     }
 
     async fn indexed_hits(
@@ -233,12 +235,16 @@ impl PostgresStore {
             .query(&stmt, &[&row.pk, &q, &pipeline, &limit])
             .await
             .map_err(self.pg_named(op))?;
-        let seqs: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+        let seqs = rows
+            .iter()
+            .map(|r| self.column(r, 0, op))
+            .collect::<Result<Vec<i64>, _>>()?;
         let turns = self.turns_at(tx, row.pk, &seqs, op).await?;
         let coverage = self.coverage(tx, key, row.pk, op).await?;
         let mut hits = Vec::with_capacity(rows.len());
-        for (r, turn) in rows.iter().zip(turns) {
-            let event = self.parse_event(key, r.get(0), r.get(1), r.get(2))?;
+        for ((r, turn), seq) in rows.iter().zip(turns).zip(seqs) {
+            let (id, body) = (self.column(r, 1, op)?, self.column(r, 2, op)?);
+            let event = self.parse_event(key, seq, id, body)?;
             let text = searchable_text(&event);
             let covered = coverage.covered_by(event.timestamp);
             hits.push(RecallHit::new(
@@ -274,7 +280,8 @@ impl PostgresStore {
                 let unknown = ExpandError::UnknownCompaction(compaction_id.to_owned());
                 return Err(self.expand_error(key, unknown));
             };
-            let (start, end): (f64, f64) = (found.get(0), found.get(1));
+            let (start, end): (f64, f64) =
+                (self.column(&found, 0, op)?, self.column(&found, 1, op)?);
             let filter = "AND ts >= $2 AND ts <= $3";
             self.view_events(tx, key, &row, filter, (&start, &end), op)
                 .await
@@ -297,11 +304,11 @@ impl PostgresStore {
                 )
                 .await
                 .map_err(self.pg_named(op))?;
-            let turns: i64 = tx
+            let turns = tx
                 .query_one(&stmt, &[&row.pk])
                 .await
-                .map_err(self.pg_named(op))?
-                .get(0);
+                .map_err(self.pg_named(op))?;
+            let turns: i64 = self.column(&turns, 0, op)?;
             let turns = usize::try_from(turns).unwrap_or(0);
             if first == 0 || first > last || last > turns {
                 let out = ExpandError::TurnsOutOfRange { first, last, turns };
@@ -331,11 +338,11 @@ impl PostgresStore {
                 )
                 .await
                 .map_err(self.pg_named(op))?;
-            let count: i64 = tx
+            let count = tx
                 .query_one(&stmt, &[&row.pk, &ts.seconds()])
                 .await
-                .map_err(self.pg_named(op))?
-                .get(0);
+                .map_err(self.pg_named(op))?;
+            let count: i64 = self.column(&count, 0, op)?;
             Ok(usize::try_from(count).unwrap_or(0))
         })
         .await
@@ -374,14 +381,22 @@ impl PostgresStore {
             .map_err(self.pg_named(op))?;
         let mut out = Vec::with_capacity(rows.len());
         let mut turn: Option<usize> = match rows.first() {
-            Some(r) => self.turns_at(tx, row.pk, &[r.get(0)], op).await?[0],
+            Some(r) => {
+                self.turns_at(tx, row.pk, &[self.column(r, 0, op)?], op)
+                    .await?[0]
+            }
             None => None,
         };
         for (i, r) in rows.iter().enumerate() {
-            if i > 0 && r.get::<_, bool>(3) {
+            if i > 0 && self.column::<bool>(r, 3, op)? {
                 turn = Some(turn.map_or(1, |t| t + 1));
             }
-            let event = self.parse_event(key, r.get(0), r.get(1), r.get(2))?;
+            let (seq, id, body) = (
+                self.column(r, 0, op)?,
+                self.column(r, 1, op)?,
+                self.column(r, 2, op)?,
+            );
+            let event = self.parse_event(key, seq, id, body)?;
             let covered = coverage.covered_by(event.timestamp);
             out.push(RecalledEvent::new(event, turn, covered));
         }
@@ -409,10 +424,12 @@ impl PostgresStore {
             .query(&stmt, &[&pk, &seqs])
             .await
             .map_err(self.pg_named(op))?;
-        Ok(rows
-            .iter()
-            .map(|r| usize::try_from(r.get::<_, i64>(0)).ok().filter(|&n| n > 0))
-            .collect())
+        rows.iter()
+            .map(|r| {
+                let count: i64 = self.column(r, 0, op)?;
+                Ok(usize::try_from(count).ok().filter(|&n| n > 0))
+            })
+            .collect()
     }
 
     /// The seq of the `n`-th (1-based) turn start of the view, when there is one.
@@ -431,11 +448,11 @@ impl PostgresStore {
             )
             .await
             .map_err(self.pg_named(op))?;
-        Ok(tx
-            .query_opt(&stmt, &[&pk, &offset])
+        tx.query_opt(&stmt, &[&pk, &offset])
             .await
             .map_err(self.pg_named(op))?
-            .map(|r| r.get(0)))
+            .map(|r| self.column(&r, 0, op))
+            .transpose()
     }
 
     /// The view's rendered (non-subsumed) compactions.
@@ -456,9 +473,9 @@ impl PostgresStore {
         let rows = tx.query(&stmt, &[&pk]).await.map_err(self.pg_named(op))?;
         let mut rendered = Vec::with_capacity(rows.len());
         for r in &rows {
-            let seq: i64 = r.get(0);
+            let seq: i64 = self.column(r, 0, op)?;
             let time = |column: usize| {
-                Timestamp::new(r.get::<_, f64>(column)).map_err(|e| {
+                Timestamp::new(self.column::<f64>(r, column, op)?).map_err(|e| {
                     self.corrupt_row(
                         key,
                         seq,
@@ -471,7 +488,7 @@ impl PostgresStore {
                 start: time(2)?,
                 end: time(3)?,
             };
-            rendered.push((r.get::<_, String>(1), range));
+            rendered.push((self.column::<String>(r, 1, op)?, range));
         }
         Ok(Coverage::new(rendered))
     }

@@ -7,6 +7,7 @@
 //! written to it.
 
 use crate::error::SessionStoreError;
+use crate::postgres::column::Operation;
 use crate::postgres::{PostgresAccess, PostgresStore};
 
 /// Every migration, oldest first. Never edit a released entry; append a new one.
@@ -87,17 +88,16 @@ pub(crate) async fn require_store(
     let client = store.client(&op).await?;
     let result = async {
         let table = format!("{schema}.schema_version");
-        let exists: bool = client
+        let exists = client
             .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
             .await
-            .map_err(store.pg(&op))?
-            .get(0);
-        let found: i64 = if exists {
+            .map_err(store.pg(&op))?;
+        let found: i64 = if store.column(&exists, 0, &op as Operation<'_>)? {
             client
                 .query_opt(&format!("SELECT version FROM {table}"), &[])
                 .await
                 .map_err(store.pg(&op))?
-                .map_or(0, |row| row.get(0))
+                .map_or(Ok(0), |row| store.column(&row, 0, &op as Operation<'_>))?
         } else {
             0
         };
@@ -171,7 +171,7 @@ async fn migrate_on(
         .query_opt("SELECT version FROM schema_version", &[])
         .await
         .map_err(store.pg(op))?
-        .map_or(0, |row| row.get(0));
+        .map_or(Ok(0), |row| store.column(&row, 0, op))?;
     if found > POSTGRES_SCHEMA_VERSION {
         return Err(SessionStoreError::FutureSchema {
             path: store.path(),

@@ -8,16 +8,51 @@
 
 use std::io::Write;
 
-use compaction_core::recall::{self, RecallHit};
+use compaction_core::RecallHit;
+use compaction_core::store_support as recall;
 use compaction_core::{RecallQuery, SessionKey, SessionStore, StoreError};
 
-use crate::database::Database;
-use crate::error::CliError;
+use super::args::{ReadDbArgs, SessionArgs};
+use crate::database::{Access, Database, open_existing};
+use crate::error::{Cause, CliError};
 use crate::render;
+
+#[derive(Debug, clap::Args)]
+pub(super) struct RecallArgs {
+    #[command(flatten)]
+    target: SessionArgs,
+    #[command(flatten)]
+    what: WhatArgs,
+    /// At most N hits (1 to 100; default 10).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Print a JSON list of hits `{turn, event_id, author, timestamp, snippet, text,
+    /// covered_by}` instead of the listing.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    db: ReadDbArgs,
+}
+
+/// What `recall` brings back: exactly one of a search, a compaction or a turn range.
+#[derive(Debug, clap::Args)]
+#[group(required = true, multiple = false)]
+struct WhatArgs {
+    /// Search the raw events for these words (every word must occur; punctuation and FTS
+    /// operators are plain text).
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    query: Option<String>,
+    /// Print the original events this compaction event covers, verbatim.
+    #[arg(long, value_name = "ID")]
+    compaction: Option<String>,
+    /// Print the events of turns A..B (1-based, inclusive), verbatim.
+    #[arg(long, value_name = "A..B", value_parser = parse_turns)]
+    turns: Option<(usize, usize)>,
+}
 
 /// What to recall.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Target {
+enum Target {
     /// The raw events matching these words.
     Query(String),
     /// The events a compaction event covers.
@@ -27,7 +62,7 @@ pub(crate) enum Target {
 }
 
 /// Parses `--turns A..B` (or a single turn `A`).
-pub(crate) fn parse_turns(value: &str) -> Result<(usize, usize), String> {
+fn parse_turns(value: &str) -> Result<(usize, usize), String> {
     let expected = "expected a turn range A..B of turn numbers from 1 (e.g. 3..7), or one turn N";
     let number = |s: &str| s.trim().parse::<usize>().ok().filter(|&n| n > 0);
     let (first, last) = match value.split_once("..") {
@@ -41,24 +76,39 @@ pub(crate) fn parse_turns(value: &str) -> Result<(usize, usize), String> {
 }
 
 /// Runs `compaction recall`.
-pub(crate) async fn recall(
+pub(super) async fn run(args: RecallArgs) -> Result<(), CliError> {
+    let key = args.target.key();
+    let target = match (args.what.query, args.what.compaction, args.what.turns) {
+        (Some(q), _, _) => Target::Query(q),
+        (_, Some(id), _) => Target::Compaction(id),
+        (_, _, Some((a, b))) => Target::Turns(a, b),
+        _ => {
+            return Err(CliError::Config(Cause::new(
+                "give --query, --compaction or --turns",
+            )));
+        }
+    };
+    let db = args.db.database()?;
+    recall(key, db, target, args.limit, args.json).await
+}
+
+/// Recalls `target` from session `key` in `db` and prints it.
+async fn recall(
     key: SessionKey,
     db: Database,
     target: Target,
     limit: Option<usize>,
     json: bool,
 ) -> Result<(), CliError> {
-    let input = |e: compaction_core::RecallQueryError| CliError::Input(e.to_string());
+    let input = |e: compaction_core::RecallQueryError| CliError::input(e);
     let limit = recall::check_limit(limit).map_err(input)?;
     let query = match &target {
         Target::Query(text) => Some(RecallQuery::parse(text).map_err(input)?),
         _ => None,
     };
-    let store = crate::app::open_existing(&db, crate::app::Access::Read)
-        .await?
-        .port();
+    let store = open_existing(&db, Access::Read).await?.port();
     let store: &dyn SessionStore = &*store;
-    let database = |e: StoreError| CliError::Database(e.to_string());
+    let database = |e: StoreError| CliError::database(e);
     let (hits, searched) = match (&target, query) {
         (Target::Query(_), Some(q)) => {
             (store.search(&key, &q, limit).await.map_err(database)?, true)
@@ -75,11 +125,16 @@ pub(crate) async fn recall(
     };
     let mut out = std::io::stdout().lock();
     let write = |out: &mut std::io::StdoutLock<'_>, line: &str| {
-        writeln!(out, "{line}").map_err(|e| CliError::Other(format!("cannot write output: {e}")))
+        writeln!(out, "{line}")
+            .map_err(|e| CliError::Other(Cause::with(format!("cannot write output: {e}"), e)))
     };
     if json {
-        let text = serde_json::to_string_pretty(&hits)
-            .map_err(|e| CliError::Other(format!("cannot write the hits as JSON: {e}")))?;
+        let text = serde_json::to_string_pretty(&hits).map_err(|e| {
+            CliError::Other(Cause::with(
+                format!("cannot write the hits as JSON: {e}"),
+                e,
+            ))
+        })?;
         return write(&mut out, &text);
     }
     if hits.is_empty() {

@@ -13,27 +13,44 @@ use service::http::{
 };
 use service::{LaneConfig, Lanes};
 
-use crate::error::CliError;
-use crate::wiring::{self, ConfigSource, ProcessIds, SystemClock, wire};
+use super::args::{AdapterArgs, OtlpArgs};
+use crate::database::{Database, DbArg, Store};
+use crate::error::{Cause, CliError};
+use crate::registry::Registry;
+use crate::wiring::{self, ProcessIds, SystemClock, build_engine, init_logging};
 
-/// What `compaction serve` was asked.
-pub(crate) struct ServeArgs {
-    pub(crate) registry: crate::Registry,
-    pub(crate) addr: SocketAddr,
-    pub(crate) db: crate::database::Database,
-    pub(crate) config: Option<PathBuf>,
-    pub(crate) decision: Option<String>,
-    pub(crate) summarizer: Option<String>,
-    pub(crate) otlp: crate::wiring::OtlpRequest,
-    pub(crate) max_message_bytes: usize,
-    pub(crate) max_wait_secs: f64,
-    pub(crate) access: AccessArgs,
-    pub(crate) limits: LimitArgs,
+#[derive(Debug, clap::Args)]
+pub(super) struct ServeArgs {
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// Session database: a SQLite file (created when missing) or a PostgreSQL URL
+    /// postgres://user@host:port/dbname shared by every replica (tables created when missing).
+    #[arg(long, value_name = "PATH|URL", value_parser = crate::database::parse_db, default_value = "compaction-sessions.db")]
+    db: DbArg,
+    /// Read the PostgreSQL URL from the environment variable VAR (for a URL that holds a
+    /// password).
+    #[arg(long, value_name = "VAR", conflicts_with = "db")]
+    db_env: Option<String>,
+    #[command(flatten)]
+    pub(super) adapters: AdapterArgs,
+    #[command(flatten)]
+    pub(super) otlp: OtlpArgs,
+    /// The largest chat message accepted, in bytes (larger: 413).
+    #[arg(long, value_name = "BYTES", default_value_t = service::http::DEFAULT_MAX_MESSAGE_BYTES)]
+    max_message_bytes: usize,
+    /// The longest a turn waits for the previous turn's evaluation, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    max_wait: f64,
+    #[command(flatten)]
+    access: AccessArgs,
+    #[command(flatten)]
+    limits: LimitArgs,
 }
 
 /// The service's timeouts and limits (see the service's `Limits`; README, operations).
 #[derive(Debug, clap::Args)]
-pub(crate) struct LimitArgs {
+pub(super) struct LimitArgs {
     /// A request head must arrive within this, and an idle kept-alive connection closes after
     /// it (seconds).
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
@@ -70,15 +87,15 @@ impl LimitArgs {
             if v.is_finite() && v > 0.0 && v <= 86_400.0 {
                 Ok(Duration::from_secs_f64(v))
             } else {
-                Err(CliError::Config(format!(
+                Err(CliError::Config(Cause::new(format!(
                     "--{flag} must be a number of seconds in (0, 86400], got {v}"
-                )))
+                ))))
             }
         };
         if self.max_connections == 0 {
-            return Err(CliError::Config(
+            return Err(CliError::Config(Cause::new(
                 "--max-connections must be at least 1".to_owned(),
-            ));
+            )));
         }
         seconds("open-turn-quiet", self.open_turn_quiet)?;
         let upstream = seconds("upstream-timeout", self.upstream_timeout)?;
@@ -94,7 +111,7 @@ impl LimitArgs {
 
 /// Who may reach `compaction serve` (the request guard's options; see the service's `guard`).
 #[derive(Debug, Default, clap::Args)]
-pub(crate) struct AccessArgs {
+pub(super) struct AccessArgs {
     /// Also serve requests whose Host header names NAME (repeatable; loopback names and the
     /// bound address are always allowed; `*` allows any host, sensible only with a token).
     #[arg(long = "allowed-host", value_name = "NAME")]
@@ -126,9 +143,9 @@ fn access(args: &AccessArgs, addr: SocketAddr) -> Result<(GuardOptions, TokenSou
     for host in &args.allowed_hosts {
         let host = host.trim();
         if host.is_empty() || host.contains(['/', ' ']) {
-            return Err(CliError::Config(format!(
+            return Err(CliError::Config(Cause::new(format!(
                 "--allowed-host must be a host name or address without scheme or path, got {host:?}"
-            )));
+            ))));
         }
         guard = guard.allow_host(host);
     }
@@ -140,9 +157,9 @@ fn access(args: &AccessArgs, addr: SocketAddr) -> Result<(GuardOptions, TokenSou
         match authority {
             Some(a) if !a.is_empty() && !a.contains('/') => guard = guard.cors_origin(origin),
             _ => {
-                return Err(CliError::Config(format!(
+                return Err(CliError::Config(Cause::new(format!(
                     "--cors-origin must be an origin such as http://localhost:3000 (scheme, host, optional port; no path), got {origin:?}"
-                )));
+                ))));
             }
         }
     }
@@ -150,9 +167,9 @@ fn access(args: &AccessArgs, addr: SocketAddr) -> Result<(GuardOptions, TokenSou
         Some(var) => {
             let value = std::env::var(var).unwrap_or_default();
             let token = Token::new(value).ok_or_else(|| {
-                CliError::Config(format!(
+                CliError::Config(Cause::new(format!(
                     "--token-env {var}: the variable must hold a token of letters, digits, `-`, `_`, `.` or `~` (it is unset, empty or holds other characters)"
-                ))
+                )))
             })?;
             (Some(token), TokenSource::Env(var.clone()))
         }
@@ -174,12 +191,16 @@ fn generate_token() -> Result<Token, CliError> {
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
         .map_err(|e| {
-            CliError::Other(format!(
-                "cannot generate an access token from /dev/urandom ({e}): pass --token-env VAR"
+            CliError::Other(Cause::with(
+                format!(
+                    "cannot generate an access token from /dev/urandom ({e}): pass --token-env VAR"
+                ),
+                e,
             ))
         })?;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    Token::new(hex).ok_or_else(|| CliError::Other("generated token was empty".to_owned()))
+    Token::new(hex)
+        .ok_or_else(|| CliError::Other(Cause::new("generated token was empty".to_owned())))
 }
 
 /// The banner's access line.
@@ -199,16 +220,16 @@ fn access_line(guard: &GuardOptions, source: &TokenSource, addr: SocketAddr) -> 
 /// The coordinator's keys, read from the same config file as the adapters' (absent file:
 /// the offline stand-in).
 fn coordinator_config(explicit: Option<PathBuf>) -> Result<CoordinatorConfig, CliError> {
-    let path =
-        config_ssot::ConfigPath::from_env(explicit).map_err(|e| CliError::Config(e.to_string()))?;
+    let path = config_ssot::ConfigPath::from_env(explicit).map_err(CliError::config)?;
     if !path.file().exists() {
         return Ok(CoordinatorConfig::default());
     }
     let shown = wiring::shown(path.file());
     let file = config_ssot::ConfigStore::open(path)
         .load()
-        .map_err(|e| CliError::Config(e.to_string()))?;
-    CoordinatorConfig::from_map(file.raw()).map_err(|e| CliError::Config(format!("{shown}: {e}")))
+        .map_err(CliError::config)?;
+    CoordinatorConfig::from_map(file.raw())
+        .map_err(|e| CliError::Config(Cause::with(format!("{shown}: {e}"), e)))
 }
 
 /// The page's preferences follow the config file (config-ssot creates it with the defaults
@@ -230,64 +251,100 @@ fn watch_settings(server: &Server, explicit: Option<PathBuf>) -> String {
     }
 }
 
-pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
-    if !(args.max_wait_secs.is_finite() && args.max_wait_secs >= 0.0) {
-        return Err(CliError::Config(format!(
-            "--max-wait must be a number of seconds >= 0, got {}",
-            args.max_wait_secs
-        )));
-    }
-    let wiring = wire(
-        &args.registry,
-        ConfigSource::Resolve(args.config.clone()),
-        args.decision.as_deref(),
-        args.summarizer.as_deref(),
-    )?;
-    let coordinator = select_coordinator(&coordinator_config(args.config.clone())?, |name| {
+/// Runs `compaction serve` until SIGTERM or Ctrl-C, then drains running turns within
+/// `--grace`.
+pub(super) async fn run(registry: &Registry, args: ServeArgs) -> Result<(), CliError> {
+    // `--db-env` wins over `--db`'s default (clap refuses both given).
+    let db = Database::from_args(Some(args.db.clone()), args.db_env.clone())?
+        .ok_or_else(|| CliError::Other(Cause::new("no database")))?;
+    check_max_wait(args.max_wait)?;
+    let adapters = &args.adapters;
+    let wiring = adapters.wire(registry)?;
+    let coordinator = select_coordinator(&coordinator_config(adapters.config.clone())?, |name| {
         std::env::var(name).ok()
     });
-    let opened = crate::database::Store::open(&args.db).await?;
-    let store = opened.port();
-    let (telemetry, guard, span_config) = wiring::telemetry(args.otlp)?;
-    crate::init_logging(guard.as_ref());
+    let opened = Store::open(&db).await?;
+    let otlp = args
+        .otlp
+        .request()
+        .map_err(|m| CliError::Other(Cause::new(m)))?;
+    let (telemetry, guard, span_config) = wiring::telemetry(otlp)?;
+    init_logging(guard.as_ref());
     let clock = Arc::new(SystemClock::default());
     let ids = Arc::new(ProcessIds::default());
-    let engine = crate::build_engine(
+    let engine = build_engine(
         &wiring,
-        store.clone(),
+        opened.port(),
         clock.clone(),
         ids.clone(),
         telemetry,
     )?;
     let lanes = Lanes::new(
         Arc::new(engine),
-        LaneConfig::default().max_wait(Duration::from_secs_f64(args.max_wait_secs)),
+        LaneConfig::default().max_wait(Duration::from_secs_f64(args.max_wait)),
     );
-    let (guard, token_source) = access(&args.access, args.addr)?;
+    let (access, token_source) = access(&args.access, args.addr)?;
     let budget = crate::descriptors::raise();
     let (cap, lowered) = crate::descriptors::connection_cap(args.limits.max_connections, budget);
     let limits = args.limits.limits(cap)?;
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
-        .map_err(|e| CliError::Other(format!("cannot listen on {}: {e}", args.addr)))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| CliError::Other(e.to_string()))?;
+    let (listener, addr) = bind(args.addr).await?;
     let server = Server::new(
-        store,
+        opened.port(),
         lanes,
         coordinator,
         clock,
         ids,
         ServeOptions::default()
             .max_message_bytes(args.max_message_bytes)
-            .guard(guard.clone())
+            .guard(access.clone())
             .limits(limits.clone())
             .hide(span_config.hide_inputs, span_config.hide_outputs)
             .shutdown_bound(limits.grace),
     );
-    let quiet = Duration::from_secs_f64(args.limits.open_turn_quiet);
-    let open_turns = match server.close_open_turns(quiet).await {
+    let open_turns = close_open_turns(&server, args.limits.open_turn_quiet).await;
+    let preferences = watch_settings(&server, adapters.config.clone());
+    println!(
+        "coordinator: {} | {}\ndatabase: {}\npreferences: {preferences}\n{}\n{}\n{open_turns}\nlistening on http://{addr} \
+         (open it in a browser for the chat and preferences page; Ctrl-C or SIGTERM to stop)",
+        server.coordinator(),
+        wiring.banner(),
+        opened.shown(&db),
+        access_line(&access, &token_source, addr),
+        crate::descriptors::banner(cap, budget, lowered.as_deref()),
+    );
+    let drained = server
+        .serve(listener, shutdown_signal())
+        .await
+        .map_err(|e| CliError::Other(Cause::with(format!("server failed: {e}"), e)))?;
+    // The span exporter (`guard`) flushes after the last line, when this returns.
+    stopped(drained)
+}
+
+/// `--max-wait`: a number of seconds, at least 0.
+fn check_max_wait(seconds: f64) -> Result<(), CliError> {
+    if seconds.is_finite() && seconds >= 0.0 {
+        return Ok(());
+    }
+    Err(CliError::Config(Cause::new(format!(
+        "--max-wait must be a number of seconds >= 0, got {seconds}"
+    ))))
+}
+
+/// Listens on `addr`; the listener and the address it got (the port, when `addr` asked for
+/// any).
+async fn bind(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), CliError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| CliError::Other(Cause::with(format!("cannot listen on {addr}: {e}"), e)))?;
+    let bound = listener.local_addr().map_err(CliError::other)?;
+    Ok((listener, bound))
+}
+
+/// Closes the turns a crash left without a reply, in sessions with no append for `quiet`
+/// seconds; the banner's line about it.
+async fn close_open_turns(server: &Server, quiet: f64) -> String {
+    let quiet = Duration::from_secs_f64(quiet);
+    match server.close_open_turns(quiet).await {
         Ok(OpenTurnSweep::Done { listed, closed }) => format!(
             "open turns: {closed} left by a crash closed as interrupted ({listed} sessions \
              listed as open with no append for {} s)",
@@ -299,30 +356,19 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), CliError> {
         Err(e) => format!(
             "open turns: not swept at start ({e}); each is closed before its session's next turn"
         ),
-    };
-    let preferences = watch_settings(&server, args.config.clone());
-    println!(
-        "coordinator: {} | {}\ndatabase: {}\npreferences: {preferences}\n{}\n{}\n{open_turns}\nlistening on http://{addr} \
-         (open it in a browser for the chat and preferences page; Ctrl-C or SIGTERM to stop)",
-        server.coordinator(),
-        wiring.banner(),
-        opened.shown(&args.db),
-        access_line(&guard, &token_source, addr),
-        crate::descriptors::banner(cap, budget, lowered.as_deref()),
-    );
-    let drained = server
-        .serve(listener, shutdown_signal())
-        .await
-        .map_err(|e| CliError::Other(format!("server failed: {e}")))?;
-    drop(guard);
+    }
+}
+
+/// How the service stopped: every turn ended, or the grace period ran out.
+fn stopped(drained: bool) -> Result<(), CliError> {
     if drained {
         eprintln!("stopped: every turn and evaluation ended");
         Ok(())
     } else {
-        Err(CliError::Other(
+        Err(CliError::Other(Cause::new(
             "stopped before every turn and evaluation ended (the --grace period passed): running \
              replies were stored as partial, nothing half-written was stored"
                 .to_owned(),
-        ))
+        )))
     }
 }
