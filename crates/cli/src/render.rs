@@ -181,39 +181,9 @@ pub(crate) fn compaction_history_json(entries: &[CompactionEntry]) -> serde_json
     )
 }
 
-/// A timestamp as UTC, ISO 8601 with milliseconds (`2026-12-02T21:48:45.833Z`); out of
-/// the calendar's range, the epoch seconds as stored.
+/// A timestamp as UTC, ISO 8601 with milliseconds (`Timestamp::to_utc_string`).
 pub(crate) fn utc(t: Timestamp) -> String {
-    let seconds = t.seconds();
-    let millis = (seconds * 1000.0).round();
-    if !(0.0..=253_402_300_799_999.0).contains(&millis) {
-        return t.to_string();
-    }
-    let millis = millis as i64;
-    let (days, ms_of_day) = (millis.div_euclid(86_400_000), millis.rem_euclid(86_400_000));
-    let (year, month, day) = civil_from_days(days);
-    let (h, m, s, ms) = (
-        ms_of_day / 3_600_000,
-        ms_of_day / 60_000 % 60,
-        ms_of_day / 1000 % 60,
-        ms_of_day % 1000,
-    );
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z")
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day): Howard Hinnant's
-/// `civil_from_days`.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    t.to_utc_string()
 }
 
 fn shorten(text: &str, max_chars: usize) -> String {

@@ -118,4 +118,4 @@ pub use state::{
     DEFAULT_STATE_BUDGET_TOKENS, DecisionState, RESEARCH_TURN_HISTORY, StateTurn,
     extract_decision_state, extract_decision_state_from_view,
 };
-pub use time::{InvalidTimestamp, Timestamp};
+pub use time::{InvalidTimestamp, Timestamp, civil_from_days};

@@ -130,7 +130,7 @@ impl SqliteStore {
                     body,
                 ])
             });
-        match inserted.and_then(|_| crate::recall::index_event(tx, pk, seq, event)) {
+        match inserted.and_then(|_| crate::recall_index::index_event(tx, pk, seq, event)) {
             Ok(()) => Ok(()),
             Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
                 Err(SessionStoreError::DuplicateEvent {

@@ -124,11 +124,15 @@ mod integrity;
 #[cfg(feature = "sqlite")]
 mod open_turns;
 #[cfg(feature = "sqlite")]
+mod options;
+#[cfg(feature = "sqlite")]
 mod port;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 mod recall;
+#[cfg(feature = "sqlite")]
+mod recall_index;
 mod row;
 #[cfg(feature = "sqlite")]
 mod schema;
@@ -147,6 +151,8 @@ pub use error::SessionStoreError;
 #[cfg(feature = "sqlite")]
 pub use integrity::{IntegrityCheck, MAX_REPORTED, check_integrity};
 #[cfg(feature = "sqlite")]
+pub use options::{Durability, OpenOptions};
+#[cfg(feature = "sqlite")]
 pub use port::{AdkStore, SqliteStore};
 #[cfg(feature = "postgres")]
 pub use postgres::{
@@ -156,8 +162,6 @@ pub use postgres::{
 pub use row::SessionHeader;
 #[cfg(feature = "sqlite")]
 pub use schema::SCHEMA_VERSION;
-#[cfg(feature = "sqlite")]
-pub use store::{Durability, OpenOptions};
 
 /// The synchronous stores, for code that is not on an async runtime (tools, tests, the
 /// blocking pool itself). Their calls block on SQLite: never call them from an async task;

@@ -17,7 +17,8 @@ use serde_json::{Map, Value};
 use crate::adk::AdkFlavor;
 use crate::adk::store::AdkStore as BlockingAdk;
 use crate::error::SessionStoreError;
-use crate::store::{OpenOptions, SqliteStore as BlockingSqlite};
+use crate::options::OpenOptions;
+use crate::store::SqliteStore as BlockingSqlite;
 
 /// Runs `call` with a clone of `store` on tokio's blocking pool and awaits it; a call that
 /// panicked or was cancelled is a [`SessionStoreError::Task`] naming `path`.

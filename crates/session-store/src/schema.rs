@@ -74,7 +74,7 @@ const MIGRATIONS: &[&str] = &[
     // 4: lossless recall's index (module `recall`): the text of every searchable event in an
     // FTS5 external-content table, and each event's turn-start flag; built for the stored
     // events in the same transaction (`recall::backfill`).
-    crate::recall::MIGRATION,
+    crate::recall_index::MIGRATION,
 ];
 
 /// The first migration after which stored turn counts follow the current completion rule.
@@ -115,8 +115,8 @@ pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migration> {
     if found > 0 && found < TURN_RULE_VERSION {
         recount_turn_headers(&tx)?;
     }
-    if found < crate::recall::RECALL_VERSION {
-        crate::recall::backfill(&tx)?;
+    if found < crate::recall_index::RECALL_VERSION {
+        crate::recall_index::backfill(&tx)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;

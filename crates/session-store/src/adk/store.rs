@@ -15,7 +15,7 @@ use super::detect::{Layout, detect_layout};
 use super::schema::{self, AdkFlavor};
 use crate::adk_shape::RowProblem;
 use crate::error::SessionStoreError;
-use crate::store::OpenOptions;
+use crate::options::OpenOptions;
 
 #[derive(Debug)]
 pub(super) struct Inner {
@@ -281,7 +281,7 @@ impl AdkStore {
                 what: "state".to_owned(),
                 source,
             })?;
-        let now = crate::store::now_seconds();
+        let now = crate::row::now_seconds();
         let micros = schema::seconds_to_micros(now).unwrap_or(0);
         let time = self.time_value(micros, now);
         let mut conn = self.conn();
