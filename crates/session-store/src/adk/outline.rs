@@ -101,7 +101,7 @@ impl AdkStore {
         key: &SessionKey,
         revision: Revision,
     ) -> Result<Tail, SessionStoreError> {
-        let now = crate::store::now_seconds();
+        let now = crate::row::now_seconds();
         let continued = match self.checkpoint(key).filter(|c| fresh(c.whole_read_at, now)) {
             Some(checkpoint) if self.still_fits(conn, key, &checkpoint)? => {
                 self.outline_new_rows(conn, key, checkpoint)?

@@ -33,8 +33,6 @@
 //! revision of the session ([`crate::tail_memo`]). An append waits for ADK's row lock at most 5 s
 //! (`lock_timeout`), then fails `store_locked`.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use async_trait::async_trait;
 use compaction_core::{
     Event, GateSnapshot, Revision, Session, SessionKey, SessionStore, StoreError, Timestamp,
@@ -95,22 +93,13 @@ pub struct AdkPostgresStore {
     pub(crate) db: PostgresStore,
     /// The last outline read's answer, by revision (module `adk_tail`).
     pub(crate) tail: std::sync::Arc<crate::tail_memo::TailMemo>,
-    /// Where the sessions' outline checkpoints are kept between processes
-    /// ([`crate::state_dir`]; module `adk_outline`).
+    /// Where the sessions' outline checkpoints are kept between processes (module `adk_outline`).
     pub(crate) state_dir: Option<std::path::PathBuf>,
     /// The outline checkpoints of the sessions read.
-    pub(crate) checkpoints: std::sync::Arc<
-        std::sync::Mutex<
-            std::collections::HashMap<SessionKey, crate::postgres::adk_outline::PostgresCheckpoint>,
-        >,
-    >,
+    pub(crate) checkpoints: crate::postgres::adk_outline::Kept,
 }
 
-fn now_seconds() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
+use crate::row::now_seconds;
 
 impl AdkPostgresStore {
     /// Connects to an ADK database at `url` whose tables are in [`ADK_DEFAULT_SCHEMA`].
@@ -148,14 +137,6 @@ impl AdkPostgresStore {
             state_dir: crate::state_dir::platform(),
             checkpoints: Default::default(),
         }
-    }
-
-    /// Keeps the sessions' outline checkpoints in `state_dir` between processes (`None`:
-    /// only in memory, so each new store outlines each session whole once). The default is the
-    /// platform's cache directory; see ARCHITECTURE.md, "ADK files".
-    pub fn with_state_dir(mut self, state_dir: Option<std::path::PathBuf>) -> Self {
-        self.state_dir = state_dir;
-        self
     }
 
     /// The database, without the password: `postgres://user@host:port/dbname (schema public)`.

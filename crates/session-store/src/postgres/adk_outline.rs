@@ -31,6 +31,10 @@ pub(crate) struct Resume {
 /// The checkpoint of one session in one database.
 pub(crate) type PostgresCheckpoint = Checkpoint<Resume>;
 
+/// The checkpoints a store (and its clones) keeps in memory.
+pub(crate) type Kept =
+    std::sync::Arc<std::sync::Mutex<std::collections::HashMap<SessionKey, PostgresCheckpoint>>>;
+
 /// The outlined key-value text of `event_data` (the server drops `content`).
 const OUTLINE_DATA: &str = "CASE WHEN jsonb_typeof(event_data) = 'object' \
      THEN (event_data - 'content')::text ELSE event_data::text END";
@@ -39,6 +43,14 @@ const OUTLINE_DATA: &str = "CASE WHEN jsonb_typeof(event_data) = 'object' \
 pub(crate) type Read = (Outlines, usize, Option<Resume>);
 
 impl AdkPostgresStore {
+    /// Keeps the sessions' outline checkpoints in `state_dir` between processes (`None`:
+    /// only in memory, so each new store outlines each session whole once). The default is the
+    /// platform's cache directory; see ARCHITECTURE.md, "ADK files".
+    pub fn with_state_dir(mut self, state_dir: Option<std::path::PathBuf>) -> Self {
+        self.state_dir = state_dir;
+        self
+    }
+
     /// The session's outlines: continuing its checkpoint when it still fits, else whole.
     pub(crate) async fn outline(
         &self,
