@@ -137,19 +137,33 @@ fn run_all(options: &Options) -> Result<(), String> {
             ),
         }
     }
-    println!("| pair | small: median (min … max) | large: median (min … max) | large/small |");
-    println!("|---|---|---|---|");
+    eprintln!("bench-hook: load average before timing: {}", load_average());
+    println!(
+        "| pair | small: median (min … max) | large: median (min … max) | large/small (median) \
+         | CPU small → large |"
+    );
+    println!("|---|---|---|---|---|");
     for pair in &pairs {
         let (small, large) = time_pair(&binary, options, pair)?;
         println!(
-            "| {} | {} | {} | {:.2}× |",
+            "| {} | {} | {} | {:.2}× | {:.1} → {:.1} ms |",
             pair.name,
             small.show(),
             large.show(),
-            large.median / small.median
+            large.median / small.median,
+            small.cpu * 1e3,
+            large.cpu * 1e3
         );
     }
+    eprintln!("bench-hook: load average after timing: {}", load_average());
     Ok(())
+}
+
+/// The system's 1, 5 and 15 minute load averages (other builds share the machine).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_owned())
 }
 
 /// Builds the release binary and returns its path.
@@ -378,6 +392,8 @@ struct Figures {
     median: f64,
     min: f64,
     max: f64,
+    /// The process's CPU time, user + system (hyperfine's means).
+    cpu: f64,
 }
 
 impl Figures {
@@ -436,6 +452,7 @@ fn time_pair(binary: &Path, options: &Options, pair: &Pair) -> Result<(Figures, 
             median: get("median")?,
             min: get("min")?,
             max: get("max")?,
+            cpu: get("user")? + get("system")?,
         })
     };
     Ok((figures(0, &pair.small)?, figures(1, &pair.large)?))

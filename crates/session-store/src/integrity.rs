@@ -6,7 +6,8 @@
 //! most [`MAX_REPORTED`] problems; the default, [`IntegrityCheck::Unchanged`], runs it only when
 //! the file changed since this store last closed it or the last check is older than a day
 //! (`crate::stamp` says how and what that cannot see), so the post-turn hook's cost does not
-//! grow with the file. [`check_integrity`] runs
+//! grow with the file; ADK's files, which this crate may not write beside, record their last
+//! whole check in the state directory instead (`verify_recorded`). [`check_integrity`] runs
 //! the full `PRAGMA integrity_check` (which also checks every index against its table) for
 //! `compaction inspect --check`.
 //!
@@ -34,6 +35,8 @@ pub enum IntegrityCheck {
     /// [`IntegrityCheck::Quick`] unless the file is exactly as this store left it when its last
     /// writing connection closed (size and modification time, no `-wal` file) and its last
     /// whole-file check is younger than `max_age` (the default for a writing store, with a day).
+    /// On ADK's files, which change between runs: unless the state directory records a whole
+    /// check of this file younger than `max_age` (`AdkStore::open_with_state_dir`).
     Unchanged {
         /// How old the last whole-file check may be.
         max_age: Duration,
@@ -110,6 +113,100 @@ pub(crate) fn verify(
             || format!("running PRAGMA {pragma}"),
             e,
         )),
+    }
+}
+
+/// The identity of a database file for its check record: its canonical path, and (on Unix) its
+/// device, inode and birth time, so that a file replaced at the same path (a new inode, or a
+/// reused inode born later) is checked again.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct FileIdentity {
+    path: String,
+    device: u64,
+    inode: u64,
+    born: Option<u128>,
+}
+
+impl FileIdentity {
+    fn of(path: &Path) -> Option<Self> {
+        let canonical = std::fs::canonicalize(path).ok()?;
+        let meta = std::fs::metadata(&canonical).ok()?;
+        let born = meta
+            .created()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos());
+        #[cfg(unix)]
+        let (device, inode) = {
+            use std::os::unix::fs::MetadataExt as _;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let (device, inode) = (0, 0);
+        Some(FileIdentity {
+            path: canonical.to_string_lossy().into_owned(),
+            device,
+            inode,
+            born,
+        })
+    }
+}
+
+/// When a file was last checked whole, as the state directory records it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CheckRecord {
+    identity: FileIdentity,
+    checked_at: f64,
+}
+
+/// [`verify`] for a file this crate may not write beside (ADK's own file). ADK's process appends
+/// to it between runs, so the stamp's "unchanged since the last check" can never be asked;
+/// instead, under [`IntegrityCheck::Unchanged`] with a `state_dir`, the whole-file check runs
+/// when the state directory holds no record of one for this very file (path, device, inode,
+/// birth time) younger than `max_age`, and is recorded there when it passes (forgotten when it
+/// fails). Between whole checks a run relies on what SQLite checks as it reads and writes:
+/// `cell_size_check` and `SQLITE_CORRUPT` on every page the run touches (the session row, the
+/// rows appended since its last read, the b-tree path of its insert). Other checks, or no
+/// `state_dir`, behave as [`verify`].
+pub(crate) fn verify_recorded(
+    conn: &Connection,
+    path: &Path,
+    check: IntegrityCheck,
+    timeout: Duration,
+    state_dir: Option<&Path>,
+) -> Result<(), SessionStoreError> {
+    let (IntegrityCheck::Unchanged { max_age }, Some(dir), Some(identity)) =
+        (check, state_dir, FileIdentity::of(path))
+    else {
+        let check = match check {
+            IntegrityCheck::Unchanged { .. } => IntegrityCheck::Quick,
+            other => other,
+        };
+        return verify(conn, path, check, timeout).map(|_| ());
+    };
+    let key = identity.path.clone();
+    let entry = crate::state_dir::entry(dir, "checked", &key);
+    let recorded = crate::state_dir::read::<CheckRecord>(&entry, &key).filter(|r| {
+        let age = crate::stamp::now() - r.checked_at;
+        r.identity == identity && (0.0..max_age.as_secs_f64()).contains(&age)
+    });
+    if recorded.is_some() {
+        return verify(conn, path, IntegrityCheck::Skip, timeout).map(|_| ());
+    }
+    match verify(conn, path, IntegrityCheck::Quick, timeout) {
+        Ok(Some(checked_at)) => {
+            let record = CheckRecord {
+                identity,
+                checked_at,
+            };
+            crate::state_dir::write(&entry, &key, &record);
+            Ok(())
+        }
+        Ok(None) => Ok(()),
+        Err(e) => {
+            crate::state_dir::forget(&entry);
+            Err(e)
+        }
     }
 }
 

@@ -106,6 +106,8 @@
 #[cfg(feature = "sqlite")]
 pub mod adk;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod adk_outline;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod adk_shape;
 #[cfg(feature = "sqlite")]
 mod append;
@@ -136,6 +138,8 @@ mod row;
 mod schema;
 #[cfg(feature = "sqlite")]
 mod stamp;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod state_dir;
 #[cfg(feature = "sqlite")]
 mod store;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

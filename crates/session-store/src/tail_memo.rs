@@ -1,7 +1,8 @@
 //! The answer of an ADK store's last outline read, kept with the session's revision.
 //!
 //! ADK's layouts have no gate header, so the gate snapshot, the live tail and the scope
-//! warning each need one outline read of the whole session. A post-turn evaluation asks all
+//! warning each need one outline read of the session (incremental since its checkpoint,
+//! `crate::adk_outline`). A post-turn evaluation asks all
 //! three about one revision; the store keeps the last answer with the revision it was read at
 //! (ADK's `update_time`, which every append moves, ADK's own and this crate's), so the later
 //! questions of a run cost one indexed row (revision and merged state) instead of the session.

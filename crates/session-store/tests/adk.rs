@@ -697,7 +697,7 @@ fn files_like(dir: &Path, prefix: &str) -> Vec<String> {
 }
 
 /// Issue 20 items 3 and 6 on an ADK file: a damaged file is refused before the first write
-/// (byte-identical afterwards), and a read-only open reads, refuses writes and leaves no
+/// (byte-identical afterwards) when its whole-file check is due, and a read-only open reads, refuses writes and leaves no
 /// `-wal`/`-shm` behind.
 #[test]
 fn an_adk_file_is_checked_before_writing_and_read_without_writing() {
@@ -722,7 +722,12 @@ fn an_adk_file_is_checked_before_writing_and_read_without_writing() {
     assert!(pages >= 8, "{pages} pages");
     bytes[(pages / 2) * page..(pages / 2 + 1) * page].fill(0xFF);
     std::fs::write(&path, &bytes).unwrap();
-    let err = AdkStore::open(&path).unwrap_err();
+    // A state directory with no record of a whole check of this file: the open checks it.
+    // (Between recorded checks, tests/adk_incremental.rs.)
+    let state = tempfile::tempdir().unwrap();
+    let err =
+        AdkStore::open_with_state_dir(&path, OpenOptions::default(), Some(state.path().into()))
+            .unwrap_err();
     assert!(matches!(err, SessionStoreError::Damaged { .. }), "{err:?}");
     assert!(err.to_string().contains("filled.db"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), bytes);

@@ -567,3 +567,111 @@ async fn a_connection_killed_mid_append_is_a_named_error_and_writes_nothing() {
     events.push(victim);
     assert_eq!(store.get_session(&key).await.unwrap().events, events);
 }
+
+/// One case of the incremental property: `events` appended by ADK's process (a store that
+/// keeps nothing) in chunks ending at `cuts`, after each chunk (and after `late` ones, a copy of
+/// the last row under an id that sorts before it, so before the last known row) a one-shot
+/// run: a new store continuing the checkpoint the last one left in `state`.
+async fn incremental_case(
+    url: &str,
+    schema: &str,
+    state: &std::path::Path,
+    key: &SessionKey,
+    events: &[Event],
+    cuts: &[(usize, bool)],
+) -> Result<(), TestCaseError> {
+    let options = PostgresOptions::default().schema(schema);
+    let connect = async |state: Option<&std::path::Path>| {
+        AdkPostgresStore::connect_with(url, options.clone())
+            .await
+            .unwrap()
+            .with_state_dir(state.map(std::path::Path::to_path_buf))
+    };
+    let writer = connect(None).await;
+    let mut revision = writer
+        .create_session(key, Map::new())
+        .await
+        .unwrap()
+        .revision;
+    let sql = admin(url).await;
+    sql.batch_execute(&format!("SET search_path TO {schema}"))
+        .await
+        .unwrap();
+    let events = from_now(events.to_vec(), 1.0);
+    let mut from = 0;
+    for (n, &(cut, late)) in cuts.iter().enumerate() {
+        let to = cut.clamp(from, events.len());
+        for event in &events[from..to] {
+            if let Ok(next) = writer.append(key, revision, event.clone()).await {
+                revision = next;
+            }
+        }
+        from = to;
+        if late {
+            sql.execute(
+                "INSERT INTO events SELECT $4 || id, app_name, user_id, session_id, \
+                 invocation_id, timestamp, event_data FROM events \
+                 WHERE app_name = $1 AND user_id = $2 AND session_id = $3 \
+                 ORDER BY timestamp DESC, id DESC LIMIT 1",
+                &[
+                    &key.app_name,
+                    &key.user_id,
+                    &key.session_id,
+                    &format!("0late{n}-"),
+                ],
+            )
+            .await
+            .unwrap();
+        }
+        let run = connect(Some(state)).await;
+        let whole = connect(None).await;
+        let all = whole.get_session(key).await.unwrap().events;
+        let tail = run.load_live_tail(key).await.unwrap();
+        let rolling: Vec<Event> = rolling_tail_positions(&all)
+            .into_iter()
+            .map(|p| all[p].clone())
+            .collect();
+        prop_assert_eq!(&tail.events, &rolling, "rolling tail after chunk {}", n);
+        prop_assert_eq!(
+            run.gate_snapshot(key).await.unwrap(),
+            whole.gate_snapshot(key).await.unwrap()
+        );
+        prop_assert_eq!(
+            run.scoped_user_messages(key).await.unwrap(),
+            compaction_core::scoped_user_messages(&all)
+        );
+    }
+    Ok(())
+}
+
+/// Issue 29 item 2 on PostgreSQL: one-shot runs between ADK's appends continue the session's
+/// checkpoint (the rows after the last known one in ADK's order) and answer as a whole read and
+/// as the core's functions of the whole history; a row inserted out of ADK's order is noticed
+/// (the session's row count) and answered by a whole read.
+#[test]
+fn one_shot_runs_continue_the_checkpoint_on_postgres() {
+    let Some(url) = database_url("one_shot_runs_continue_the_checkpoint_on_postgres") else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let schema = runtime.block_on(schema_with(&url, "incremental", ADK_PG_DDL));
+    let state = tempfile::tempdir().unwrap();
+    let cases = AtomicU64::new(0);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(16));
+    let cuts = proptest::collection::vec((0_usize..40, proptest::bool::weighted(0.2)), 1..5);
+    let result = runner.run(&(history(30), cuts), |(events, mut cuts)| {
+        cuts.sort();
+        let key = key(cases.fetch_add(1, Ordering::Relaxed));
+        runtime.block_on(incremental_case(
+            &url,
+            &schema,
+            state.path(),
+            &key,
+            &events,
+            &cuts,
+        ))
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}

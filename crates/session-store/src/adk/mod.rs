@@ -31,10 +31,14 @@
 //!
 //! # Cost
 //! An ADK file has no gate header and no index on compactions: the gate snapshot and the live
-//! tail outline every row (content skipped unread) and read only the tail's rows whole. The
-//! answer is kept with the session's revision ([`crate::tail_memo`]), so the gate, the live
-//! tail and the scope warning of one evaluation read the session once, not three times; the
-//! one read still grows with the session (see ARCHITECTURE.md, issue 29 item 2).
+//! tail are functions of every row's outline (content skipped unread), and only the tail's rows
+//! are read whole. A read outlines only the rows appended since the session's checkpoint
+//! (`outline`, by rowid; `crate::adk_outline` says what is carried and why it is exact), kept
+//! in memory and in the state directory (`crate::state_dir`), so a run's cost follows the new
+//! rows, not the session. The answer is kept with the session's revision
+//! ([`crate::tail_memo`]), so the gate, the live tail and the scope warning of one evaluation
+//! read once. The whole-file check runs on the interval the state directory records
+//! (`crate::integrity::verify_recorded`); between checks SQLite checks every page a run touches.
 //!
 //! # ADK's own summaries
 //! ADK's prompt builder keeps *every* non-subsumed compaction: its own sliding-window
@@ -47,6 +51,7 @@
 //! scope that no `finish_task` closed.
 
 mod detect;
+mod outline;
 mod schema;
 pub(crate) mod store;
 

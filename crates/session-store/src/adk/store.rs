@@ -1,13 +1,12 @@
 //! [`AdkStore`]: compaction-core's `SessionStore` port over an existing Google ADK sessions
 //! database, read and written in ADK's own shapes.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use compaction_core::{
-    Event, GateSnapshot, Revision, ScopedUserMessages, Session, SessionKey, Timestamp,
-    coordinator_prompt_tokens, coordinator_view, gate_input, rolling_tail_positions,
-    scoped_user_candidate_positions, scoped_user_messages,
+    Event, GateSnapshot, Revision, ScopedUserMessages, Session, SessionKey, Timestamp, gate_input,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::{Map, Value};
@@ -19,23 +18,47 @@ use crate::error::SessionStoreError;
 use crate::options::OpenOptions;
 
 #[derive(Debug)]
-struct Inner {
-    path: PathBuf,
-    flavor: AdkFlavor,
+pub(super) struct Inner {
+    pub(super) path: PathBuf,
+    pub(super) flavor: AdkFlavor,
     options: OpenOptions,
     conn: Mutex<Connection>,
     /// The last outline read's answer, by revision ([`crate::tail_memo`]).
     tail: crate::tail_memo::TailMemo,
+    /// Where what this store knows about the file is kept ([`crate::state_dir`]).
+    pub(super) state_dir: Option<PathBuf>,
+    /// The outline checkpoints of the sessions read ([`super::outline`]).
+    pub(super) checkpoints: Mutex<HashMap<SessionKey, super::outline::SqliteCheckpoint>>,
 }
 
 /// One row of the `events` table, borrowed from the statement.
-struct EventRow<'r> {
+pub(super) struct EventRow<'r> {
     /// Its place in ADK's order, from 0.
-    position: usize,
-    id: String,
-    invocation_id: String,
-    column_timestamp: rusqlite::types::ValueRef<'r>,
-    data: Option<&'r str>,
+    pub(super) position: usize,
+    pub(super) rowid: i64,
+    pub(super) id: String,
+    pub(super) invocation_id: String,
+    pub(super) column_timestamp: rusqlite::types::ValueRef<'r>,
+    pub(super) data: Option<&'r str>,
+}
+
+impl<'r> EventRow<'r> {
+    /// The row of a statement selecting `id, invocation_id, timestamp, event_data, rowid`.
+    pub(super) fn read(row: &'r rusqlite::Row<'r>, position: usize) -> rusqlite::Result<Self> {
+        let data = row.get_ref(3).and_then(|v| {
+            v.as_str_or_null().map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(3, v.data_type(), Box::new(e))
+            })
+        })?;
+        Ok(EventRow {
+            position,
+            id: row.get(0)?,
+            invocation_id: row.get(1)?,
+            column_timestamp: row.get_ref(2)?,
+            data,
+            rowid: row.get(4)?,
+        })
+    }
 }
 
 /// Whether a store may write.
@@ -65,7 +88,7 @@ enum Access {
 /// It never changes the file's journal mode or schema, and never rewrites an existing event.
 #[derive(Debug, Clone)]
 pub struct AdkStore {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 impl AdkStore {
@@ -76,12 +99,32 @@ impl AdkStore {
     }
 
     /// Opens an existing ADK sessions database. Refuses, without writing, a file that is not
-    /// one of ADK's two current layouts: a legacy v0 file names `adk migrate session`.
+    /// one of ADK's two current layouts: a legacy v0 file names `adk migrate session`. What the
+    /// store learns about the file (when it was last checked whole, each session's outline
+    /// checkpoint) is kept in the platform's cache directory ([`AdkStore::open_with_state_dir`]).
     pub fn open_with(
         path: impl AsRef<Path>,
         options: OpenOptions,
     ) -> Result<Self, SessionStoreError> {
-        Self::open_as(path.as_ref(), options, Access::ReadWrite)
+        Self::open_as(
+            path.as_ref(),
+            options,
+            Access::ReadWrite,
+            crate::state_dir::platform(),
+        )
+    }
+
+    /// [`AdkStore::open_with`], keeping what the store learns about the file in `state_dir`
+    /// (`None`: nowhere, so every writing open checks the whole file under
+    /// [`IntegrityCheck::Unchanged`](crate::IntegrityCheck::Unchanged) and every new store
+    /// outlines each session whole once). Nothing is ever written beside ADK's file. See
+    /// ARCHITECTURE.md, "ADK files".
+    pub fn open_with_state_dir(
+        path: impl AsRef<Path>,
+        options: OpenOptions,
+        state_dir: Option<PathBuf>,
+    ) -> Result<Self, SessionStoreError> {
+        Self::open_as(path.as_ref(), options, Access::ReadWrite, state_dir)
     }
 
     /// Opens an existing ADK sessions database for reading only (`compaction inspect`): every
@@ -91,13 +134,19 @@ impl AdkStore {
         path: impl AsRef<Path>,
         options: OpenOptions,
     ) -> Result<Self, SessionStoreError> {
-        Self::open_as(path.as_ref(), options, Access::ReadOnly)
+        Self::open_as(
+            path.as_ref(),
+            options,
+            Access::ReadOnly,
+            crate::state_dir::platform(),
+        )
     }
 
     fn open_as(
         path: &Path,
         options: OpenOptions,
         access: Access,
+        state_dir: Option<PathBuf>,
     ) -> Result<Self, SessionStoreError> {
         let path = path.to_path_buf();
         let flavor = match detect_layout(&path)? {
@@ -127,8 +176,21 @@ impl AdkStore {
             Access::ReadOnly => crate::integrity::read_connection(&path, options.busy_timeout),
         }
         .map_err(fail("opening the ADK database"))?;
-        // Damage is found before anything is written.
-        crate::integrity::verify(&conn, &path, options.integrity, options.busy_timeout)?;
+        // Damage is found before anything is written: the whole file on the interval the state
+        // directory records, every page a run touches by SQLite itself.
+        match access {
+            Access::ReadWrite => crate::integrity::verify_recorded(
+                &conn,
+                &path,
+                options.integrity,
+                options.busy_timeout,
+                state_dir.as_deref(),
+            )?,
+            Access::ReadOnly => {
+                crate::integrity::verify(&conn, &path, options.integrity, options.busy_timeout)
+                    .map(|_| ())?
+            }
+        }
         // ADK turns foreign keys on for every connection; do the same.
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(fail("enabling foreign keys"))?;
@@ -139,6 +201,8 @@ impl AdkStore {
                 options,
                 conn: Mutex::new(conn),
                 tail: Default::default(),
+                state_dir,
+                checkpoints: Default::default(),
             }),
         })
     }
@@ -160,7 +224,7 @@ impl AdkStore {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn sqlite_error<'a>(
+    pub(super) fn sqlite_error<'a>(
         &'a self,
         operation: impl FnOnce() -> String + 'a,
     ) -> impl FnOnce(rusqlite::Error) -> SessionStoreError + 'a {
@@ -419,35 +483,21 @@ impl AdkStore {
     }
 
     /// Calls `each` with every event row of the session, in ADK's order.
-    fn for_each_event_row(
+    pub(super) fn for_each_event_row(
         &self,
         conn: &Connection,
         key: &SessionKey,
         mut each: impl FnMut(EventRow<'_>) -> Result<(), SessionStoreError>,
     ) -> Result<(), SessionStoreError> {
         let op = || format!("reading the events of session {key}");
-        let sql = self.events_sql("id, invocation_id, timestamp, event_data");
+        let sql = self.events_sql("id, invocation_id, timestamp, event_data, rowid");
         let mut stmt = conn.prepare(&sql).map_err(self.sqlite_error(op))?;
         let mut rows = stmt
             .query(params![key.app_name, key.user_id, key.session_id])
             .map_err(self.sqlite_error(op))?;
         let mut position = 0;
         while let Some(row) = rows.next().map_err(self.sqlite_error(op))? {
-            let data = row
-                .get_ref(3)
-                .and_then(|v| {
-                    v.as_str_or_null().map_err(|e| {
-                        rusqlite::Error::FromSqlConversionFailure(3, v.data_type(), Box::new(e))
-                    })
-                })
-                .map_err(self.sqlite_error(op))?;
-            each(EventRow {
-                position,
-                id: row.get(0).map_err(self.sqlite_error(op))?,
-                invocation_id: row.get(1).map_err(self.sqlite_error(op))?,
-                column_timestamp: row.get_ref(2).map_err(self.sqlite_error(op))?,
-                data,
-            })?;
+            each(EventRow::read(row, position).map_err(self.sqlite_error(op))?)?;
             position += 1;
         }
         Ok(())
@@ -458,10 +508,11 @@ impl AdkStore {
     /// from the earliest one's start, so that the engine folds ADK's own overlapping
     /// summaries into one), in one read transaction, plus the coordinator prompt tokens of
     /// the whole history and the user messages filed inside a scope. ADK's layout has no
-    /// index on compactions, so this still reads every row, but only as an [`EventOutline`]
-    /// (timestamp, author, scope, prompt tokens, compaction range, rewind target; the content
-    /// is skipped unread); the rows of the tail are then read whole by primary key. A row
-    /// whose JSON does not parse is refused here as in [`AdkStore::get_session`]; one that
+    /// index on compactions, so this outlines the rows appended since the session's checkpoint
+    /// (all of them on the first read; module `outline`) as [`EventOutline`]s (timestamp,
+    /// author, scope, prompt tokens, compaction range, rewind target; the content is skipped
+    /// unread); the rows of the tail are then read whole by primary key. A row whose JSON does
+    /// not parse is refused when it is outlined, as in [`AdkStore::get_session`]; one that
     /// outlines but would not parse whole is reported only when it is in the tail.
     fn read_live_tail(
         &self,
@@ -492,73 +543,6 @@ impl AdkStore {
         let tail = self.read_tail(conn, key, revision)?;
         self.inner.tail.put(tail.clone());
         Ok(tail)
-    }
-
-    /// One outline read of the session, then the rows of its rolling tail and scoped-user
-    /// candidates whole (see [`AdkStore::read_live_tail`]).
-    fn read_tail(
-        &self,
-        conn: &Connection,
-        key: &SessionKey,
-        revision: Revision,
-    ) -> Result<crate::tail_memo::Tail, SessionStoreError> {
-        let mut outlines = Vec::new();
-        self.for_each_event_row(conn, key, |row| {
-            let id = row.id.clone();
-            let event =
-                crate::adk_shape::outline_from_row(row.id, row.invocation_id, row.data, || {
-                    schema::column_seconds(row.column_timestamp)
-                })
-                .map_err(|problem| self.row_problem(key, row.position, &id, problem))?;
-            outlines.push(event);
-            Ok(())
-        })?;
-        let prompt_tokens = coordinator_prompt_tokens(coordinator_view(&outlines).into_iter());
-        let tail_op = || format!("reading the live tail of session {key}");
-        let mut stmt = conn
-            .prepare(
-                "SELECT invocation_id, timestamp, event_data FROM events \
-                 WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3 AND id = ?4",
-            )
-            .map_err(self.sqlite_error(tail_op))?;
-        let mut read_whole = |positions: Vec<usize>| -> Result<Vec<Event>, SessionStoreError> {
-            let mut events = Vec::with_capacity(positions.len());
-            for position in positions {
-                let id = outlines[position].id.clone();
-                let (invocation, column_ts, data) = stmt
-                    .query_row(
-                        params![key.app_name, key.user_id, key.session_id, id],
-                        |row| {
-                            Ok((
-                                row.get::<_, String>(0)?,
-                                schema::column_seconds(row.get_ref(1)?),
-                                row.get::<_, Option<String>>(2)?,
-                            ))
-                        },
-                    )
-                    .map_err(self.sqlite_error(tail_op))?;
-                events.push(self.parse_event(
-                    key,
-                    position,
-                    id,
-                    invocation,
-                    column_ts,
-                    data.as_deref(),
-                )?);
-            }
-            Ok(events)
-        };
-        let events = read_whole(rolling_tail_positions(&outlines))?;
-        // Candidates are few (a user's message filed in a scope; ADK authors tool results
-        // by the agent): only they are read whole to look at their content.
-        let scoped = scoped_user_messages(&read_whole(scoped_user_candidate_positions(&outlines))?);
-        Ok(crate::tail_memo::Tail {
-            key: key.clone(),
-            revision,
-            events,
-            prompt_tokens,
-            scoped,
-        })
     }
 
     /// Loads the session's state, revision and live tail (see
@@ -613,7 +597,7 @@ impl AdkStore {
 
     /// Rebuilds an event as ADK's `StorageEvent.to_event` does
     /// ([`crate::adk_shape::event_from_row`]), naming the event in what goes wrong.
-    fn parse_event(
+    pub(super) fn parse_event(
         &self,
         key: &SessionKey,
         index: usize,
@@ -627,7 +611,7 @@ impl AdkStore {
     }
 
     /// What went wrong rebuilding the event at `position` (from 0), as this store's error.
-    fn row_problem(
+    pub(super) fn row_problem(
         &self,
         key: &SessionKey,
         position: usize,

@@ -26,13 +26,12 @@
 //! them.
 //!
 //! # Cost
-//! As on SQLite, ADK's layout has no gate header: the gate snapshot and the live tail read
-//! every row of the session as an outline (the server drops `content` before sending), then
-//! the tail's rows whole in one batched statement (module `adk_tail`), once per revision of
-//! the session ([`crate::tail_memo`]). An append waits for ADK's row lock at most 5 s
+//! As on SQLite, ADK's layout has no gate header: the gate snapshot and the live tail are
+//! functions of every row's outline. A read outlines only the rows after the session's
+//! checkpoint in ADK's order (module `adk_outline`; the server drops `content` before sending),
+//! then reads the tail's rows whole in one batched statement (module `adk_tail`), once per
+//! revision of the session ([`crate::tail_memo`]). An append waits for ADK's row lock at most 5 s
 //! (`lock_timeout`), then fails `store_locked`.
-
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use compaction_core::{
@@ -94,13 +93,13 @@ pub struct AdkPostgresStore {
     pub(crate) db: PostgresStore,
     /// The last outline read's answer, by revision (module `adk_tail`).
     pub(crate) tail: std::sync::Arc<crate::tail_memo::TailMemo>,
+    /// Where the sessions' outline checkpoints are kept between processes (module `adk_outline`).
+    pub(crate) state_dir: Option<std::path::PathBuf>,
+    /// The outline checkpoints of the sessions read.
+    pub(crate) checkpoints: crate::postgres::adk_outline::Kept,
 }
 
-fn now_seconds() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
+use crate::row::now_seconds;
 
 impl AdkPostgresStore {
     /// Connects to an ADK database at `url` whose tables are in [`ADK_DEFAULT_SCHEMA`].
@@ -135,6 +134,8 @@ impl AdkPostgresStore {
         AdkPostgresStore {
             db,
             tail: Default::default(),
+            state_dir: crate::state_dir::platform(),
+            checkpoints: Default::default(),
         }
     }
 

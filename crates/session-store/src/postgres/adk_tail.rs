@@ -7,14 +7,13 @@
 use std::collections::HashMap;
 
 use compaction_core::{
-    Event, GateSnapshot, Revision, ScopedUserMessages, Session, SessionKey,
-    coordinator_prompt_tokens, coordinator_view, gate_input, rolling_tail_positions,
-    scoped_user_candidate_positions, scoped_user_messages,
+    Event, GateSnapshot, Revision, ScopedUserMessages, Session, SessionKey, gate_input,
+    scoped_user_messages,
 };
 use deadpool_postgres::Transaction;
 
 use crate::error::SessionStoreError;
-use crate::postgres::adk::{AdkPostgresStore, EventRow, Operation, column_seconds};
+use crate::postgres::adk::{AdkPostgresStore, EventRow, Operation};
 use crate::tail_memo::Tail;
 
 impl AdkPostgresStore {
@@ -64,49 +63,40 @@ impl AdkPostgresStore {
     ) -> Result<Tail, SessionStoreError> {
         let op = || format!("reading the live tail of session {key}");
         let op: Operation<'_> = &op;
-        let rows = self.event_rows(tx, key, true, op).await?;
-        let mut outlines = Vec::with_capacity(rows.len());
-        for (position, row) in rows.into_iter().enumerate() {
-            let id = row.id.clone();
-            let column = row.column_timestamp;
-            let event = crate::adk_shape::outline_from_row(
-                row.id,
-                row.invocation_id,
-                row.data.as_deref(),
-                || column_seconds(&column),
-            )
-            .map_err(|problem| self.row_problem(key, position, &id, problem))?;
-            outlines.push(event);
-        }
-        let prompt_tokens = coordinator_prompt_tokens(coordinator_view(&outlines).into_iter());
-        let tail = rolling_tail_positions(&outlines);
-        let candidates = scoped_user_candidate_positions(&outlines);
+        let (outlines, rows, resume) = self.outline(tx, key, op).await?;
+        let tail = outlines.rolling_tail();
+        let candidates = outlines.scoped_candidates();
         let ids: Vec<String> = tail
             .iter()
             .chain(&candidates)
-            .map(|&p| outlines[p].id.clone())
+            .map(|&i| outlines.events[i].id.clone())
             .collect();
         let whole = self.rows_by_id(tx, key, &ids, op).await?;
         // A row deleted since the outline read cannot be: the transaction is repeatable-read.
-        let events_at = |positions: Vec<usize>| -> Result<Vec<Event>, SessionStoreError> {
-            positions
+        let events_at = |indexes: Vec<usize>| -> Result<Vec<Event>, SessionStoreError> {
+            indexes
                 .into_iter()
-                .map(|position| {
+                .map(|i| {
                     let row = whole
-                        .get(&outlines[position].id)
+                        .get(&outlines.events[i].id)
                         .cloned()
                         .ok_or_else(|| self.db.not_found(key))?;
-                    self.parse_event(key, position, row)
+                    self.parse_event(key, outlines.positions[i], row)
                 })
                 .collect()
         };
         let events = events_at(tail)?;
-        let scoped = scoped_user_messages(&events_at(candidates)?);
+        let scoped = outlines.scoped(scoped_user_messages(&events_at(candidates)?));
+        if let Some(resume) = resume
+            && let Some(checkpoint) = outlines.checkpoint(rows, &scoped, resume)
+        {
+            self.keep_checkpoint(key, checkpoint);
+        }
         Ok(Tail {
             key: key.clone(),
             revision,
             events,
-            prompt_tokens,
+            prompt_tokens: outlines.prompt_tokens(),
             scoped,
         })
     }

@@ -38,6 +38,7 @@
 
 mod adk;
 mod adk_detect;
+mod adk_outline;
 mod adk_tail;
 mod append;
 mod column;
