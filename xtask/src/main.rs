@@ -3,6 +3,8 @@
 //! Subcommands:
 //! - `verify`: fmt, clippy (warnings denied), every test (unit, integration, doc), the purity
 //!   check on compaction-core, and the offline decision-quality evaluation.
+//! - `tidy [--bless]`: the structure rules (see `tidy`); `verify` runs it with the size rule
+//!   reported, not enforced.
 //! - `purity`: only the purity check (the core's I/O fence, the feature fences, the dependency
 //!   rule).
 //! - `publish` (also a step of `verify`): `cargo publish --workspace --dry-run` (offline: `cargo package`).
@@ -83,6 +85,10 @@ fn steps() -> Vec<Step> {
         Step {
             name: "purity",
             run: purity::check,
+        },
+        Step {
+            name: "tidy",
+            run: || tidy::check(&adk::workspace_root(), false, false),
         },
         Step {
             name: "test",
@@ -220,7 +226,7 @@ fn main() -> ExitCode {
         Some("verify") => verify(),
         Some("tidy") => {
             let bless = args.iter().any(|a| a == "--bless");
-            match tidy::check(&adk::workspace_root(), bless) {
+            match tidy::check(&adk::workspace_root(), bless, true) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("{e}");
