@@ -101,20 +101,6 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// The date of a day count since 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
 fn number(s: &str, min: i64, max: i64) -> Option<i64> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -158,7 +144,7 @@ pub(crate) fn format_datetime_micros(micros: i64) -> String {
     let frac = micros.rem_euclid(MICROS_PER_SECOND);
     let days = secs.div_euclid(SECONDS_PER_DAY);
     let sod = secs.rem_euclid(SECONDS_PER_DAY);
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = compaction_core::civil_from_days(days);
     format!(
         "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{frac:06}",
         sod / 3600,

@@ -233,16 +233,7 @@ pub(crate) fn psql(url: &str, sql: &str) -> Result<(), String> {
 fn backdated(start: f64) -> String {
     let seconds = start as i64 - 1;
     let (days, rest) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = compaction_core::civil_from_days(days);
     format!(
         "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.000000",
         rest / 3_600,
