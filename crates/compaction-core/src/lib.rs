@@ -3,21 +3,21 @@
 //! After each chat turn closes, [`Engine::evaluate_and_compact`] decides whether the earlier
 //! turns should be folded into one rolling summary:
 //!
-//! 1. the **envelope gate** ([`gate`]) exits for free unless enough completed turns and
+//! 1. the **envelope gate** ([`envelope_gate`]) exits for free unless enough completed turns and
 //!    coordinator prompt tokens have accumulated; the **hard backstop** forces compaction;
-//! 2. the **decision probe** ([`probe`], [`state`]) asks a [`DecisionModel`] for a calibrated
+//! 2. the **decision probe** ([`ProbeRequest`], [`extract_decision_state`]) asks a [`DecisionModel`] for a calibrated
 //!    probability that compaction is warranted, failing open;
-//! 3. the **plan** ([`plan`]) slices the turns after the live summary up to turn N-K, keeping
+//! 3. the **plan** ([`plan_compaction`]) slices the turns after the live summary up to turn N-K, keeping
 //!    the last K completed turns verbatim, and anchors the timestamps;
 //! 4. the [`Summarizer`] runs **rolling consolidation**, and the compaction event is appended
 //!    through the [`SessionStore`] with optimistic concurrency;
-//! 5. **subsumption** ([`context`]) makes the new summary the only live one when the next
+//! 5. **subsumption** ([`assemble_context`]) makes the new summary the only live one when the next
 //!    prompt is assembled.
 //!
 //! # What this crate must never do
 //! It never touches files, sockets or clocks and never depends on tokio, reqwest, rusqlite,
 //! opentelemetry or hyper. Time and ids come in through [`Clock`] and [`IdGenerator`]; the
-//! outside world plugs in through the async traits in [`ports`]. It never prints; it traces.
+//! outside world plugs in through the async port traits ([`DecisionModel`], [`Summarizer`], [`SessionStore`], [`Telemetry`]). It never prints; it traces.
 //!
 //! # Example
 //! ```

@@ -37,7 +37,7 @@ pub struct TurnDigest {
     pub user: String,
     /// The coordinator's final text response (empty for an unfinished turn).
     pub assistant: String,
-    /// Tool results, each cut at [`crate::render::MAX_TOOL_CONTENT_CHARS`].
+    /// Tool results, each cut at `MAX_TOOL_CONTENT_CHARS` (30,000).
     pub tool_outputs: Vec<String>,
 }
 

@@ -39,7 +39,7 @@ impl Durability {
 #[non_exhaustive]
 pub struct OpenOptions {
     /// How long a call waits for another connection's lock before failing with
-    /// [`SessionStoreError::Locked`]. Default 5 s.
+    /// [`SessionStoreError::Locked`](crate::SessionStoreError::Locked). Default 5 s.
     pub busy_timeout: Duration,
     /// The commit durability. Default [`Durability::Normal`].
     pub durability: Durability,

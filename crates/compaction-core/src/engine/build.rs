@@ -30,14 +30,14 @@ pub struct EngineBuilder {
 impl EngineBuilder {
     /// Shadow mode (`adaptive_compaction_shadow`): whenever the gate opens, probe and record
     /// the decision through [`SessionStore::record_decision`], but never compact
-    /// ([`Outcome::Shadowed`]). For calibrating τ on real traffic before trusting it.
+    /// ([`crate::Outcome::Shadowed`]). For calibrating τ on real traffic before trusting it.
     pub fn shadow(mut self, shadow: bool) -> Self {
         self.shadow = shadow;
         self
     }
 
     /// Sets the probe's deadline (default [`DEFAULT_PROBE_DEADLINE`], the spec's 10 s): a
-    /// probe that has not answered by then fails open ([`FailureKind::Timeout`]).
+    /// probe that has not answered by then fails open ([`crate::FailureKind::Timeout`]).
     pub fn probe_deadline(mut self, deadline: Duration) -> Self {
         self.probe_deadline = deadline;
         self

@@ -114,7 +114,7 @@ pub struct SummaryRequest {
     /// The new turns, digested.
     pub turns: Vec<TurnDigest>,
     /// The session's turn number (1-based) of `turns[0]`, when the store could count it
-    /// ([`SessionStore::turns_before`]): `turns[i]` is turn `first_turn + i`, so a summary's
+    /// ([`crate::SessionStore::turns_before`]): `turns[i]` is turn `first_turn + i`, so a summary's
     /// sections can name the turns they came from ("turn 7"), which recall expands.
     pub first_turn: Option<usize>,
 }
@@ -156,7 +156,7 @@ pub struct Summary {
     pub served_model: Option<String>,
     /// Usage, when reported.
     pub usage: Option<TokenUsage>,
-    /// What the summarizer did to the folded turns' findings ([`crate::receipt`]), when it
+    /// What the summarizer did to the folded turns' findings ([`crate::Receipt`]), when it
     /// reports it; the engine stores it beside the summary.
     pub receipt: Option<Receipt>,
 }

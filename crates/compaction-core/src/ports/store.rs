@@ -75,7 +75,7 @@ pub struct DecisionRecord {
     pub model: String,
     /// The model the host says served the call, with its version, when it says.
     pub served_model: Option<String>,
-    /// A hash of the decision state sent ([`crate::engine::state_hash`]).
+    /// A hash of the decision state sent (FNV-1a 64 of its JSON, in hex).
     pub state_hash: String,
     /// Why the probe failed, when it did.
     #[serde(with = "failure_record", default)]
@@ -209,7 +209,7 @@ pub trait SessionStore: Send + Sync {
         Ok(Vec::new())
     }
 
-    /// Lossless recall: the session's raw events `query` matches (see [`crate::recall`] for
+    /// Lossless recall: the session's raw events `query` matches (see lossless recall (`recall`) for
     /// what is searched), best first, at most `limit`. The default scans the whole history
     /// ([`scan::search_history`]); a store with a text index answers from it.
     async fn search(
@@ -255,7 +255,7 @@ pub trait SessionStore: Send + Sync {
         })
     }
 
-    /// How many turns of the coordinator view start before `ts` (see [`crate::recall`] for
+    /// How many turns of the coordinator view start before `ts` (see lossless recall (`recall`) for
     /// turn numbers), so that a summary can name its turns; `None` when the store cannot
     /// count them cheaply (the default). The engine asks once per compaction.
     async fn turns_before(
@@ -268,7 +268,7 @@ pub trait SessionStore: Send + Sync {
     }
 
     /// Sessions whose newest turn is open (a query whose reply has not completed it, the gate
-    /// header's [`crate::OpenTurn::Open`]) and to which nothing was appended before `before`:
+    /// header's `OpenTurn::Open`) and to which nothing was appended before `before`:
     /// what a crash may have left open, for a service to close at start. The answer may hold
     /// more than that (an errored turn is open too): the caller checks each session's context.
     /// `None` when the store cannot list its sessions (the default).

@@ -56,7 +56,7 @@ pub enum RecallQueryError {
     /// Nothing but white space.
     #[error("the query is empty: give one or more words to search for")]
     Empty,
-    /// Longer than [`MAX_QUERY_CHARS`].
+    /// Longer than `MAX_QUERY_CHARS`.
     #[error("the query is {chars} characters long; at most {MAX_QUERY_CHARS} are accepted")]
     TooLong {
         /// Its length in characters.
@@ -68,7 +68,7 @@ pub enum RecallQueryError {
         /// The query as given.
         query: String,
     },
-    /// More than [`MAX_QUERY_WORDS`] distinct words.
+    /// More than `MAX_QUERY_WORDS` distinct words.
     #[error("the query holds {words} distinct words; at most {MAX_QUERY_WORDS} are accepted")]
     TooManyWords {
         /// Distinct words found.
@@ -156,7 +156,7 @@ impl RecallQuery {
     }
 }
 
-/// Checks a hit limit (`None`: [`DEFAULT_LIMIT`]).
+/// Checks a hit limit (`None`: `DEFAULT_LIMIT`).
 pub fn check_limit(limit: Option<usize>) -> Result<usize, RecallQueryError> {
     match limit {
         None => Ok(DEFAULT_LIMIT),
@@ -228,7 +228,7 @@ pub fn searchable_text(event: &Event) -> String {
 }
 
 /// A window of `text` around the first word of `query` it holds, every query word in it
-/// marked with [`MATCH_MARK`]; `…` where the window cuts the text.
+/// marked with `MATCH_MARK`; `…` where the window cuts the text.
 pub fn snippet(text: &str, query: &RecallQuery) -> String {
     let spans: Vec<(usize, usize)> = word_spans(text)
         .filter(|&(s, e)| query.words.contains(&text[s..e].to_lowercase()))
@@ -347,7 +347,7 @@ impl RecalledEvent {
         }
     }
 
-    /// The event as a hit: its whole text, with its [`preview`] as the snippet.
+    /// The event as a hit: its whole text, with its `preview` as the snippet.
     pub fn to_hit(&self) -> RecallHit {
         let text = searchable_text(&self.event);
         RecallHit::new(

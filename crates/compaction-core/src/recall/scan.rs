@@ -50,7 +50,7 @@ pub fn coverage(events: &[Event]) -> Coverage {
 }
 
 /// The events of the history with rewinds applied, each with its turn number (see the
-/// module docs of [`super`]).
+/// module docs of `super`).
 fn numbered(events: &[Event]) -> Vec<(Option<usize>, &Event)> {
     let mut turn = 0;
     apply_rewinds(events)
@@ -72,7 +72,7 @@ pub fn turns_before(events: &[Event], ts: crate::time::Timestamp) -> usize {
         .count()
 }
 
-/// True when `event` is one a search looks at (see the module docs of [`super`]).
+/// True when `event` is one a search looks at (see the recall module's docs).
 pub fn searchable(event: &Event, pipeline: bool) -> bool {
     event.compaction().is_none()
         && event.actions.rewind_before_invocation_id.is_none()

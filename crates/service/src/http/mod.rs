@@ -2,7 +2,7 @@
 //! coordinator port and its adapters, and the chat and preferences page at `/` (plain HTML,
 //! CSS and JavaScript modules embedded in the binary; the preferences are kept in sync with
 //! the settings file through config-ssot). The lane it drives is framework-free
-//! ([`crate::lane`]).
+//! ([`crate::Lanes`]).
 
 mod api;
 mod chat;

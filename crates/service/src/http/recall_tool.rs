@@ -82,7 +82,7 @@ impl RecallTool {
     }
 
     /// Answers one call with `arguments` (the model's JSON text): the hits or the turns as
-    /// JSON text, or an error text; cut at [`MAX_RESULT_TOKENS`].
+    /// JSON text, or an error text; cut at `MAX_RESULT_TOKENS` (1,500 tokens).
     pub async fn answer(&self, arguments: &str) -> String {
         let text = match serde_json::from_str::<Value>(arguments) {
             Ok(args) => self.answer_args(&args).await,

@@ -32,7 +32,7 @@ pub struct ServeOptions {
     pub reports_kept: usize,
     /// How long shutdown waits for running turns and evaluations (default 30 s).
     pub shutdown_bound: Duration,
-    /// What the request guard allows beyond loopback same-origin use (see [`super::guard`]).
+    /// What the request guard allows beyond loopback same-origin use (see [`GuardOptions`](super::GuardOptions)).
     pub guard: super::guard::GuardOptions,
     /// Timeouts and limits of connections, bodies, writes, the coordinator and shutdown.
     pub limits: super::listener::Limits,
@@ -176,7 +176,7 @@ impl Server {
         self.state.page.watch_settings(store)
     }
 
-    /// The routes (see the README for each), behind the request guard ([`super::guard`]),
+    /// The routes (see the README for each), behind the request guard ([`GuardOptions`](super::GuardOptions)),
     /// which allows loopback hosts and the configured ones.
     pub fn router(&self) -> Router {
         self.guarded_router(None)
@@ -228,7 +228,7 @@ impl Server {
             })
     }
 
-    /// Serves on `listener` (see [`super::listener`]: the connection cap, hyper's header and
+    /// Serves on `listener` (see [`Limits`](super::Limits): the connection cap, hyper's header and
     /// idle timeouts, `TCP_NODELAY`) until `shutdown` completes; then stops taking turns, ends
     /// the event streams, lets running turns and evaluations finish within
     /// [`super::listener::Limits::grace`] (evaluations also within
