@@ -1,8 +1,8 @@
 //! Project automation. `cargo xtask verify` runs every check CI runs, one line per step.
 //!
 //! Subcommands:
-//! - `verify`: fmt, clippy (warnings denied), every test (unit, integration, doc), the purity
-//!   check on compaction-core, and the offline decision-quality evaluation.
+//! - `verify`: fmt, clippy (warnings denied), the purity check on compaction-core, tidy, every
+//!   test (unit, integration, doc), the publish dry run and the ADK interop check.
 //! - `tidy [--bless]`: the structure rules (see `tidy`); `verify` runs it with the size rule
 //!   reported, not enforced.
 //! - `purity`: only the purity check (the core's I/O fence, the feature fences, the dependency
