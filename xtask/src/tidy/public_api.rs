@@ -1,8 +1,8 @@
 //! The public API, listed: every path a consumer of a library crate can name (its `pub` items
 //! in `pub` modules, and what those modules re-export), one line each, committed under
 //! `docs/public-api/` so that every change to the surface shows in review (issue 34). Items
-//! that only the test-support feature compiles are listed apart and not counted;
-//! `#[doc(hidden)]` items are not listed.
+//! that only the test-support or eval feature compiles (outside semver) are listed apart and
+//! not counted; `#[doc(hidden)]` items are not listed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -29,10 +29,10 @@ const ADAPTERS: &[&str] = &[
 /// Crates not published, so without a public API to keep.
 const UNPUBLISHED: &[&str] = &["test-data", "tests", "xtask"];
 
-/// One crate's listing: counted paths and test-support paths, each `kind path`, sorted.
+/// One crate's listing: counted paths and unstable (test-support, eval) paths, each `kind path`, sorted.
 pub(crate) struct Listing {
     pub counted: Vec<String>,
-    pub test_support: Vec<String>,
+    pub unstable: Vec<String>,
 }
 
 impl Listing {
@@ -45,9 +45,9 @@ impl Listing {
             out.push_str(line);
             out.push('\n');
         }
-        if !self.test_support.is_empty() {
+        if !self.unstable.is_empty() {
             out.push_str("# outside semver: the test-support and eval features (not counted)\n");
-            for line in &self.test_support {
+            for line in &self.unstable {
                 out.push_str(line);
                 out.push('\n');
             }
@@ -128,15 +128,15 @@ fn listing(krate: &Crate) -> Listing {
     let root_name = krate.name.replace('-', "_");
     let modules: Vec<&Module> = krate.modules.iter().filter(|m| m.in_lib).collect();
     let mut counted = BTreeSet::new();
-    let mut test_support = BTreeSet::new();
+    let mut unstable = BTreeSet::new();
     for module in modules.iter().filter(|m| m.public && !m.test_only) {
         let prefix: Vec<&str> = std::iter::once(root_name.as_str())
             .chain(module.path.iter().map(String::as_str))
             .collect();
         for (kind, name) in public_items(module, &modules) {
             let line = format!("{kind} {}::{name}", prefix.join("::"));
-            if module.test_support {
-                test_support.insert(line);
+            if module.unstable {
+                unstable.insert(line);
             } else {
                 counted.insert(line);
             }
@@ -144,7 +144,7 @@ fn listing(krate: &Crate) -> Listing {
     }
     Listing {
         counted: counted.into_iter().collect(),
-        test_support: test_support.into_iter().collect(),
+        unstable: unstable.into_iter().collect(),
     }
 }
 

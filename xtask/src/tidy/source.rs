@@ -17,7 +17,7 @@ pub(crate) struct Module {
     /// Compiled only for tests (`#[cfg(test)]` on it or on a parent).
     pub test_only: bool,
     /// Compiled only with a feature outside semver (`test-support`, `eval`).
-    pub test_support: bool,
+    pub unstable: bool,
     /// A library root (`lib.rs`) rather than a binary's `main.rs`.
     pub in_lib: bool,
 }
@@ -54,7 +54,7 @@ pub(crate) fn parse_crate(dir: &Path) -> Result<Crate, String> {
             let flags = Flags {
                 public: in_lib,
                 test_only: false,
-                test_support: false,
+                unstable: false,
                 in_lib,
             };
             load_file(&file, Vec::new(), flags, &mut modules)?;
@@ -67,7 +67,7 @@ pub(crate) fn parse_crate(dir: &Path) -> Result<Crate, String> {
 struct Flags {
     public: bool,
     test_only: bool,
-    test_support: bool,
+    unstable: bool,
     in_lib: bool,
 }
 
@@ -109,7 +109,7 @@ fn add_module(
         let child_flags = Flags {
             public: flags.public && is_pub(&m.vis) && !doc_hidden(&m.attrs),
             test_only: flags.test_only || cfg_test(&m.attrs),
-            test_support: flags.test_support || cfg_test_support(&m.attrs),
+            unstable: flags.unstable || cfg_unstable(&m.attrs),
             in_lib: flags.in_lib,
         };
         match &m.content {
@@ -136,7 +136,7 @@ fn add_module(
         items,
         public: flags.public,
         test_only: flags.test_only,
-        test_support: flags.test_support,
+        unstable: flags.unstable,
         in_lib: flags.in_lib,
     });
     Ok(())
@@ -162,7 +162,7 @@ pub(crate) fn cfg_test(attrs: &[syn::Attribute]) -> bool {
 
 /// Compiled only with a feature that is outside semver: `test-support` (fakes for tests) or
 /// `eval` (a model's evaluation and fitted internals).
-fn cfg_test_support(attrs: &[syn::Attribute]) -> bool {
+fn cfg_unstable(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         let t = attr_text(a);
         t.starts_with("cfg(") && (t.contains("test-support") || t.contains("feature=\"eval\""))
