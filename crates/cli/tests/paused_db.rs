@@ -11,8 +11,9 @@ mod pg;
 use std::time::{Duration, Instant};
 
 use pg::serve::start_replica;
-use pg::{SECRET, database_url, fresh_database, url_of};
+use pg::{SECRET, fresh_database, url_of};
 use serde_json::{Value, json};
+use test_data::pg::database_url;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_locked_database_answers_503_within_the_lock_timeout_and_recovers() {

@@ -9,9 +9,10 @@ mod pg;
 use std::process::Output;
 
 use compaction_core::{SessionKey, SessionStore, compaction_history};
-use pg::{SECRET, compaction, database_url, fresh_database, shown, transcript, url_of};
+use pg::{SECRET, compaction, fresh_database, shown, transcript, url_of};
 use serde_json::Value;
 use session_store::PostgresStore;
+use test_data::pg::database_url;
 
 fn text(out: &Output) -> String {
     format!(

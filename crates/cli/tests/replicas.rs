@@ -22,9 +22,10 @@ use compaction_core::{
     Event, SessionKey, SessionStore, assemble_context, compaction_history, coordinator_view,
 };
 use pg::serve::{read_sse, session_url, start_replica};
-use pg::{SECRET, database_url, fresh_database, url_of};
+use pg::{SECRET, fresh_database, url_of};
 use serde_json::{Value, json};
 use session_store::PostgresStore;
+use test_data::pg::database_url;
 
 const SESSIONS: usize = 20;
 const TURNS: usize = 10;

@@ -31,7 +31,7 @@ use tokio::runtime::Runtime;
 #[path = "common/history.rs"]
 mod history;
 
-const URL_VAR: &str = "COMPACTION_TEST_POSTGRES_URL";
+use test_data::pg::URL_VAR;
 
 fn sizes() -> Vec<usize> {
     std::env::var("COMPACTION_BENCH_SIZES")

@@ -29,7 +29,7 @@ mod fixture;
 
 use fixture::{Words, stats, turn};
 
-const URL_VAR: &str = "COMPACTION_TEST_POSTGRES_URL";
+use test_data::pg::URL_VAR;
 
 /// Fills a new session of `turns` generated turns; returns the compaction's id.
 fn fill(rt: &Runtime, store: &PostgresStore, key: &SessionKey, turns: usize) -> String {

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use common::history;
-use common::pg::{admin, database_url, unique_schema};
+use common::pg::{admin, unique_schema};
 use compaction_core::testing::{
     EventFactory, RecordingSummarizer, ScriptedDecisionModel, SequentialIds, SteppingClock,
 };
@@ -27,6 +27,7 @@ use session_store::{
     AdkPostgresStore, PostgresAccess, PostgresLayout, PostgresOptions, PostgresStore,
     SessionStoreError, detect_postgres_layout,
 };
+use test_data::pg::database_url;
 
 /// ADK's `DatabaseSessionService` schema v1 on PostgreSQL, as real ADK created it.
 const ADK_PG_DDL: &str = include_str!("fixtures/adk-database-v1-postgres.sql");

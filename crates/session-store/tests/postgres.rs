@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::history;
-use common::pg::{admin, database_url, unique_schema};
+use common::pg::{admin, unique_schema};
 use compaction_core::store_support::{latest_view_timestamp, timestamp_may_follow};
 use compaction_core::testing::{
     EventFactory, RecordingSummarizer, ScriptedDecisionModel, SequentialIds, SteppingClock,
@@ -27,6 +27,7 @@ use proptest::prelude::*;
 use serde_json::Map;
 use session_store::postgres::POSTGRES_SCHEMA_VERSION;
 use session_store::{PostgresAccess, PostgresOptions, PostgresStore, SessionStoreError};
+use test_data::pg::database_url;
 
 async fn store_in(url: &str, schema: &str) -> PostgresStore {
     PostgresStore::connect_with(url, PostgresOptions::default().schema(schema))

@@ -10,9 +10,10 @@ use std::io::Write;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
-use common::pg::{database_url, unique_schema};
+use common::pg::unique_schema;
 use compaction_core::{FailureKind, SessionKey, SessionStore};
 use session_store::{PostgresOptions, PostgresStore, SessionStoreError};
+use test_data::pg::database_url;
 
 fn key(n: u64) -> SessionKey {
     SessionKey::new("zocrates", "user-1", format!("session-{n}"))

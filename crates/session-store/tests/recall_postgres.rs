@@ -15,7 +15,7 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::history;
-use common::pg::{admin, database_url, unique_schema};
+use common::pg::{admin, unique_schema};
 use common::recall::{TURN_RANGES, by_id, folded, queries, with_words};
 use compaction_core::store_support::scan::{self, expand_compaction, expand_turns, search_history};
 use compaction_core::store_support::{latest_view_timestamp, timestamp_may_follow};
@@ -27,6 +27,7 @@ use proptest::prelude::*;
 use serde_json::Map;
 use session_store::postgres::POSTGRES_SCHEMA_VERSION;
 use session_store::{PostgresOptions, PostgresStore};
+use test_data::pg::database_url;
 
 async fn store_in(url: &str, schema: &str) -> PostgresStore {
     PostgresStore::connect_with(url, PostgresOptions::default().schema(schema))

@@ -11,11 +11,16 @@
 //!   and passes, under `CI=true` too (CI proves that no default reaches outside by running with
 //!   the directory beside the checkout hidden, see `.ci/run`).
 //!
+//! - [`pg`] starts a throwaway PostgreSQL cluster: the one launcher of `cargo xtask pg` and of
+//!   the tests that need a cluster of their own.
+//!
 //! Never published: a path-only dev-dependency, which `cargo publish` strips.
 
 #![allow(clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
+
+pub mod pg;
 
 /// The environment variable naming a data directory outside the repository (read only when a
 /// test or command asks for outside data).

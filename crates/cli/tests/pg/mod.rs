@@ -2,7 +2,6 @@
 //! the skip rule), a fresh database per test, and the binary itself.
 #![allow(dead_code)]
 
-use std::io::Write;
 use std::process::Command;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,33 +12,10 @@ use tokio_postgres::NoTls;
 pub(crate) mod cluster;
 pub(crate) mod serve;
 
-/// The variable the PostgreSQL tests read (`cargo xtask pg start` prints it).
-pub(crate) const URL_VAR: &str = "COMPACTION_TEST_POSTGRES_URL";
-
 /// A password that must never be shown. The test cluster trusts every connection, so it is
 /// accepted and ignored by the server, which is all these tests need: they check what the
 /// binary shows, not how the server authenticates.
 pub(crate) const SECRET: &str = "hunter2-Secret-pw";
-
-/// The test database's URL, or `None` after saying why the test is skipped. Under `CI=true`
-/// a missing URL fails the test.
-pub(crate) fn database_url(test: &str) -> Option<String> {
-    match std::env::var(URL_VAR) {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            let msg = format!(
-                "SKIPPED {test}: {URL_VAR} is unset (start a database with `cargo xtask pg start` \
-                 and export the URL it prints, or run `cargo xtask verify`)"
-            );
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "{msg}; under CI=true the PostgreSQL tests must run"
-            );
-            let _ = writeln!(std::io::stderr(), "{msg}");
-            None
-        }
-    }
-}
 
 /// A name no other test (or earlier run) uses.
 pub(crate) fn unique_name(test: &str) -> String {
