@@ -22,8 +22,8 @@ use std::sync::Arc;
 use compaction_core::RESEARCH_TURN_HISTORY;
 use compaction_core::render_event_body;
 use compaction_core::{
-    CharsPerToken, Clock, Content, Engine, Event, FunctionCall, FunctionResponse, IdGenerator,
-    Outcome, Part, Revision, SessionKey, SessionStore, TokenEstimator,
+    CharsPerToken, Clock, Engine, Event, EventBuilder, IdGenerator, Outcome, Revision,
+    ScriptedTool, ScriptedTurn, SessionKey, SessionStore, TokenEstimator,
 };
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -338,64 +338,11 @@ impl<S: SessionStore + ?Sized> Replay<S> {
         Ok((without, self.with_compaction(without, coverage)))
     }
 
-    /// The events of one transcript turn, timestamps from the clock.
+    /// The events of one transcript turn, timestamps from the clock (the core's
+    /// [`EventBuilder::turn`]); a research turn's answer records the findings of the turns the
+    /// live summary does not cover yet in `RESEARCH_TURN_HISTORY`.
     fn turn_events(&mut self, turn: &TranscriptTurn, invocation: &str) -> Vec<Event> {
-        let mut events = Vec::new();
-        let next = |author: &str, content: Content| {
-            Event::new(self.ids.next_id(), invocation, author, self.clock.now())
-                .with_content(content)
-        };
-        events.push(next("user", Content::user_text(&turn.user)));
-        for (i, tool) in turn.tools.iter().enumerate() {
-            let call_id = format!("fc-{invocation}-{i}");
-            events.push(next(
-                COORDINATOR,
-                Content {
-                    role: Some("model".into()),
-                    parts: vec![Part {
-                        function_call: Some(FunctionCall {
-                            id: Some(call_id.clone()),
-                            name: tool.name.clone(),
-                            args: tool.args.clone(),
-                        }),
-                        ..Part::default()
-                    }],
-                },
-            ));
-            if i == 0 {
-                for step in &turn.pipeline {
-                    let author = "search_pipeline_agent";
-                    events.push(
-                        next(author, Content::model_text(step))
-                            .with_scope(format!("search_pipeline:{call_id}")),
-                    );
-                }
-            }
-            events.push(next(
-                "user",
-                Content {
-                    role: Some("user".into()),
-                    parts: vec![Part {
-                        function_response: Some(FunctionResponse {
-                            id: Some(call_id),
-                            name: tool.name.clone(),
-                            response: Some(json!({ "result": tool.result })),
-                        }),
-                        ..Part::default()
-                    }],
-                },
-            ));
-        }
-        if turn.tools.is_empty() {
-            for step in &turn.pipeline {
-                events.push(
-                    next("search_pipeline_agent", Content::model_text(step))
-                        .with_scope(format!("search_pipeline:{invocation}")),
-                );
-            }
-        }
-        let mut answer = next(COORDINATOR, Content::model_text(&turn.assistant));
-        if let Some(findings) = &turn.findings_summary {
+        let state_delta = turn.findings_summary.as_ref().map(|findings| {
             self.research.push((
                 self.turns - 1,
                 json!({
@@ -404,13 +351,29 @@ impl<S: SessionStore + ?Sized> Replay<S> {
                 }),
             ));
             let history: Vec<&Value> = self.research.iter().map(|(_, entry)| entry).collect();
-            answer.actions.extra.insert(
-                "state_delta".into(),
-                json!({ RESEARCH_TURN_HISTORY: history }),
-            );
-        }
-        events.push(answer);
-        events
+            json!({ RESEARCH_TURN_HISTORY: history })
+        });
+        let script = ScriptedTurn {
+            user: turn.user.clone(),
+            tools: turn
+                .tools
+                .iter()
+                .map(|tool| ScriptedTool {
+                    call_id: None,
+                    name: tool.name.clone(),
+                    args: tool.args.clone(),
+                    result: tool.result.clone(),
+                })
+                .collect(),
+            pipeline: turn
+                .pipeline
+                .iter()
+                .map(|step| (String::new(), step.clone()))
+                .collect(),
+            answer: turn.assistant.clone(),
+            state_delta,
+        };
+        EventBuilder::new(&*self.clock, &*self.ids, COORDINATOR).turn(invocation, &script)
     }
 }
 

@@ -71,7 +71,7 @@ pub mod store_support {
 /// The `async_trait` attribute the ports are declared with, re-exported so that an adapter
 /// crate needs no dependency of its own to implement them.
 pub use async_trait::async_trait;
-pub use builder::{EventBuilder, INTERRUPTED_CODE};
+pub use builder::{EventBuilder, INTERRUPTED_CODE, ScriptedTool, ScriptedTurn};
 pub use context::{
     AssembledContext, CompactionEntry, ContextEntry, LiveSummary, adk_prompt_context,
     assemble_around, assemble_context, compaction_history, live_tail, live_tail_positions,

@@ -12,9 +12,11 @@
 
 use std::path::{Path, PathBuf};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use compaction_core::{
-    Content, DecisionState, Event, FunctionCall, FunctionResponse, Part, Timestamp, TokenEstimator,
-    coordinator_view,
+    Clock, DecisionState, Event, EventBuilder, IdGenerator, ScriptedTool, ScriptedTurn, Sleep,
+    Timestamp, TokenEstimator, coordinator_view,
 };
 use compaction_core::{RESEARCH_TURN_HISTORY, extract_decision_state_from_view};
 use serde::Deserialize;
@@ -31,6 +33,28 @@ pub struct ResearchSession {
     pub session: String,
     /// Its turns, in order.
     pub turns: Vec<SessionTurn>,
+    /// The summary evaluation's line checks (`cargo xtask eval-summary`).
+    #[serde(default)]
+    pub checks: SessionChecks,
+}
+
+/// A session's `checks`: what `cargo xtask eval-summary` verifies beyond each turn's facts.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SessionChecks {
+    /// Lines that state a retracted claim.
+    #[serde(default)]
+    pub superseded_lines: Vec<SupersededLine>,
+}
+
+/// A summary line that restates a retracted claim: it holds every one of `all_of` and none of
+/// `unless_any` (the corrected value).
+#[derive(Debug, Clone, Deserialize)]
+pub struct SupersededLine {
+    /// Words the line holds.
+    pub all_of: Vec<String>,
+    /// Words that make it a correct line after all.
+    #[serde(default)]
+    pub unless_any: Vec<String>,
 }
 
 /// One turn of a labelled session (the fields the decision state reads, and the labels).
@@ -57,8 +81,20 @@ pub struct SessionTurn {
     /// The sub-agents' raw steps.
     #[serde(default)]
     pub scoped_events: Vec<ScopedEvent>,
+    /// The coordinator's prompt tokens after the turn, uncompacted.
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
     /// The labels.
     pub expect: Expect,
+    /// Facts a summary of this turn must keep.
+    #[serde(default)]
+    pub facts: Vec<String>,
+    /// Notes on the claims a later turn retracts (which turn corrects them).
+    #[serde(default)]
+    pub superseded: Vec<String>,
+    /// Facts a rejected dispute left standing.
+    #[serde(default)]
+    pub disputed_but_stands: Vec<String>,
 }
 
 /// A tool call of a session turn.
@@ -203,81 +239,63 @@ pub fn session_events(session: &ResearchSession) -> Vec<Event> {
 /// The events of [`session_events`] and, for each turn, the number of events up to and
 /// including its answer.
 pub fn events_and_turn_ends(session: &ResearchSession) -> (Vec<Event>, Vec<usize>) {
+    let script = ScriptClock::default();
+    let builder = EventBuilder::new(&script, &script, COORDINATOR);
     let mut events = Vec::new();
     let mut ends = Vec::with_capacity(session.turns.len());
     let mut research: Vec<Value> = Vec::new();
-    let mut clock = 1_700_000_000.0f64;
-    let mut id = 0usize;
     for turn in &session.turns {
         let invocation = format!("inv-{:04}", turn.n);
-        let mut next = |author: &str, content: Content| {
-            let ts = Timestamp::new(clock).unwrap_or(Timestamp::EPOCH);
-            clock += 1.0;
-            id += 1;
-            Event::new(format!("ev-{id}"), invocation.as_str(), author, ts).with_content(content)
-        };
-        events.push(next("user", Content::user_text(&turn.user)));
-        if let Some(call) = &turn.tool_call {
-            let call_id = call
-                .id
-                .clone()
-                .unwrap_or_else(|| format!("fc-{invocation}-0"));
-            events.push(next(
-                COORDINATOR,
-                Content {
-                    role: Some("model".into()),
-                    parts: vec![Part {
-                        function_call: Some(FunctionCall {
-                            id: Some(call_id.clone()),
-                            name: call.name.clone(),
-                            args: call.args.clone(),
-                        }),
-                        ..Part::default()
-                    }],
-                },
-            ));
-            for step in &turn.scoped_events {
-                let author = if step.author.is_empty() {
-                    "search_pipeline_agent"
-                } else {
-                    step.author.as_str()
-                };
-                events.push(
-                    next(author, Content::model_text(&step.text))
-                        .with_scope(format!("search_pipeline:{call_id}")),
-                );
-            }
-            let result = turn.synthesis.clone().unwrap_or_default();
-            events.push(next(
-                "user",
-                Content {
-                    role: Some("user".into()),
-                    parts: vec![Part {
-                        function_response: Some(FunctionResponse {
-                            id: Some(call_id),
-                            name: call.name.clone(),
-                            response: Some(json!({ "result": result })),
-                        }),
-                        ..Part::default()
-                    }],
-                },
-            ));
-        }
-        let mut answer = next(COORDINATOR, Content::model_text(&turn.assistant));
-        if let Some(findings) = &turn.findings_summary {
+        let state_delta = turn.findings_summary.as_ref().map(|findings| {
             research.push(json!({
                 "invocation_id": invocation,
                 "conclude_output": { "findings_summary": findings },
             }));
-            answer.actions.extra.insert(
-                "state_delta".into(),
-                json!({ RESEARCH_TURN_HISTORY: research }),
-            );
-        }
-        events.push(answer);
+            json!({ RESEARCH_TURN_HISTORY: research })
+        });
+        let tools = turn.tool_call.iter().map(|call| ScriptedTool {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            args: call.args.clone(),
+            result: turn.synthesis.clone().unwrap_or_default(),
+        });
+        let script = ScriptedTurn {
+            user: turn.user.clone(),
+            tools: tools.collect(),
+            pipeline: (turn.scoped_events.iter())
+                .map(|step| (step.author.clone(), step.text.clone()))
+                .collect(),
+            answer: turn.assistant.clone(),
+            state_delta,
+        };
+        events.extend(builder.turn(&invocation, &script));
         ends.push(events.len());
     }
     (events, ends)
+}
+
+/// The clock and ids of built sessions: one second apart from 1,700,000,000, ids `ev-1`, …
+#[derive(Debug, Default)]
+struct ScriptClock {
+    ticks: AtomicU64,
+    ids: AtomicU64,
+}
+
+impl Clock for ScriptClock {
+    fn now(&self) -> Timestamp {
+        let tick = self.ticks.fetch_add(1, Ordering::Relaxed);
+        Timestamp::new(1_700_000_000.0 + tick as f64).unwrap_or(Timestamp::EPOCH)
+    }
+
+    fn sleep(&self, _: std::time::Duration) -> Sleep {
+        Box::pin(std::future::ready(()))
+    }
+}
+
+impl IdGenerator for ScriptClock {
+    fn next_id(&self) -> String {
+        format!("ev-{}", self.ids.fetch_add(1, Ordering::Relaxed) + 1)
+    }
 }
 
 /// The session state after the first `turns` turns: `RESEARCH_TURN_HISTORY` with every

@@ -3,64 +3,10 @@
 use std::path::Path;
 
 use cli::transcript::{ToolUse, TranscriptTurn};
-use serde::Deserialize;
-use serde_json::Value;
+pub(super) use decision_client::sessions::SupersededLine;
+use decision_client::sessions::{SessionTurn, parse_session};
 
 use crate::summary_checks;
-
-#[derive(Debug, Deserialize)]
-pub(super) struct SessionFile {
-    pub(super) turns: Vec<LabelledTurn>,
-    #[serde(default)]
-    pub(super) checks: Checks,
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct Checks {
-    #[serde(default)]
-    pub(super) superseded_lines: Vec<SupersededLine>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub(super) struct SupersededLine {
-    pub(super) all_of: Vec<String>,
-    #[serde(default)]
-    pub(super) unless_any: Vec<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub(super) struct LabelledTurn {
-    pub(super) user: String,
-    pub(super) assistant: String,
-    #[serde(default)]
-    pub(super) findings_summary: Option<String>,
-    #[serde(default)]
-    pub(super) synthesis: Option<String>,
-    #[serde(default)]
-    pub(super) tool_call: Option<ToolCall>,
-    #[serde(default)]
-    pub(super) scoped_events: Vec<ScopedEvent>,
-    #[serde(default)]
-    pub(super) prompt_tokens: Option<u64>,
-    #[serde(default)]
-    pub(super) facts: Vec<String>,
-    #[serde(default)]
-    pub(super) superseded: Vec<String>,
-    #[serde(default)]
-    pub(super) disputed_but_stands: Vec<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub(super) struct ToolCall {
-    pub(super) name: String,
-    #[serde(default)]
-    pub(super) args: Option<Value>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub(super) struct ScopedEvent {
-    pub(super) text: String,
-}
 
 /// A fact a summary must keep, with its kind.
 #[derive(Debug, Clone)]
@@ -80,7 +26,7 @@ pub(super) struct EvalTurn {
 }
 
 /// "README: Mapping to `compaction replay`".
-pub(super) fn transcript_turn(t: &LabelledTurn) -> TranscriptTurn {
+pub(super) fn transcript_turn(t: &SessionTurn) -> TranscriptTurn {
     let tools = match (&t.tool_call, &t.synthesis) {
         (Some(call), Some(synthesis)) => vec![ToolUse {
             name: call.name.clone(),
@@ -159,8 +105,7 @@ pub(super) fn corrected_by(notes: &[String]) -> Option<usize> {
 
 pub(super) fn load_session(path: &Path) -> Result<(Vec<EvalTurn>, Corrections), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let file: SessionFile =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = parse_session(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
     let turns = file
         .turns
         .iter()
