@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::compaction;
+use common::{compaction, offline_replay, success};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -30,10 +30,8 @@ fn transcript(n: usize) -> String {
 fn replay_into(dir: &Path, db: &Path, session: &str, n: usize) -> Output {
     let file = dir.join(format!("{session}.jsonl"));
     std::fs::write(&file, transcript(n)).expect("write transcript");
-    compaction()
-        .arg("replay")
-        .arg(&file)
-        .args(["--decision", "offline", "--summarizer", "offline", "--json"])
+    offline_replay(&file)
+        .args(["--json"])
         .args(["--session", session, "--db"])
         .arg(db)
         .env("ZOTERO_DATA_DIR", dir)
@@ -43,12 +41,7 @@ fn replay_into(dir: &Path, db: &Path, session: &str, n: usize) -> Output {
 
 #[track_caller]
 fn assert_success(out: &Output) {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    success("the run", out);
 }
 
 /// The files in `dir` whose names start with `prefix`, sorted; the check stamp a writing run
@@ -242,10 +235,7 @@ fn session_text_cannot_drive_the_terminal() {
         })
         .collect();
     std::fs::write(&file, turns.join("\n")).expect("write");
-    let out = compaction()
-        .arg("replay")
-        .arg(&file)
-        .args(["--decision", "offline", "--summarizer", "offline"])
+    let out = offline_replay(&file)
         .args(["--session", "s", "--db"])
         .arg(&db)
         .env("ZOTERO_DATA_DIR", dir.path())
@@ -274,10 +264,8 @@ fn session_text_cannot_drive_the_terminal() {
     assert_terminal_safe("inspect", &stdout);
     assert!(stdout.contains("\\u{202e}txt.exe"), "{stdout}");
     // JSON output is exact: the text round-trips through a JSON parser unchanged.
-    let out = compaction()
-        .arg("replay")
-        .arg(&file)
-        .args(["--decision", "offline", "--summarizer", "offline", "--json"])
+    let out = offline_replay(&file)
+        .args(["--json"])
         .env("ZOTERO_DATA_DIR", dir.path())
         .output()
         .expect("run replay --json");
@@ -292,10 +280,7 @@ fn session_text_cannot_drive_the_terminal() {
         json!({ "user": "q", "assistant": "a", format!("x{HOSTILE}"): 1 }).to_string(),
     )
     .expect("write");
-    let out = compaction()
-        .arg("replay")
-        .arg(&bad)
-        .args(["--decision", "offline", "--summarizer", "offline"])
+    let out = offline_replay(&bad)
         .env("ZOTERO_DATA_DIR", dir.path())
         .output()
         .expect("run replay");
@@ -335,16 +320,8 @@ fn replay_reads_the_config_without_writing_it_or_waiting_for_ever() {
     let file = dir.path().join("t.jsonl");
     std::fs::write(&file, transcript(3)).expect("write transcript");
     let run = || {
-        compaction()
-            .arg("replay")
-            .arg(&file)
-            .args([
-                "--decision",
-                "offline",
-                "--summarizer",
-                "offline",
-                "--config",
-            ])
+        offline_replay(&file)
+            .args(["--config"])
             .arg(&config)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -393,10 +370,7 @@ fn a_closed_stdout_still_finishes_the_session_and_says_so() {
     let full = stored_events(&db, "first");
     let file = dir.path().join("t.jsonl");
     std::fs::write(&file, transcript(30)).expect("write");
-    let mut child = compaction()
-        .arg("replay")
-        .arg(&file)
-        .args(["--decision", "offline", "--summarizer", "offline"])
+    let mut child = offline_replay(&file)
         .args(["--session", "second", "--db"])
         .arg(&db)
         .env("ZOTERO_DATA_DIR", dir.path())
@@ -457,17 +431,8 @@ fn the_research_history_in_the_session_state_stays_bounded_without_compaction() 
     let file = dir.path().join("t.jsonl");
     std::fs::write(&file, lines.join("\n")).expect("write");
     let db = dir.path().join("sessions.db");
-    let out = compaction()
-        .arg("replay")
-        .arg(&file)
-        .args([
-            "--decision",
-            "offline",
-            "--summarizer",
-            "offline",
-            "--json",
-            "--config",
-        ])
+    let out = offline_replay(&file)
+        .args(["--json", "--config"])
         .arg(&config)
         .arg("--db")
         .arg(&db)
@@ -515,10 +480,8 @@ fn replay_killed_at_random_points_keeps_the_database_sound_and_every_reported_co
         // A kill point after the banner and between 1 and `turns` turn records.
         let kill_after = 1 + (seed >> 33) as usize % turns;
         let session = format!("crash-{round}");
-        let mut child = compaction()
-            .arg("replay")
-            .arg(&file)
-            .args(["--decision", "offline", "--summarizer", "offline", "--json"])
+        let mut child = offline_replay(&file)
+            .args(["--json"])
             .args(["--session", &session, "--db"])
             .arg(&db)
             .env("ZOTERO_DATA_DIR", dir.path())
@@ -575,17 +538,8 @@ async fn a_failing_otlp_endpoint_is_warned_about_once() {
     std::fs::write(&file, transcript(12)).expect("write");
     let endpoint = format!("{}/wrong/path", server.uri());
     let out = tokio::task::spawn_blocking(move || {
-        compaction()
-            .arg("replay")
-            .arg(&file)
-            .args([
-                "--decision",
-                "offline",
-                "--summarizer",
-                "offline",
-                "--otlp-endpoint",
-                &endpoint,
-            ])
+        offline_replay(&file)
+            .args(["--otlp-endpoint", &endpoint])
             .env("ZOTERO_DATA_DIR", dir.path())
             .output()
             .expect("run replay")

@@ -6,35 +6,19 @@
 mod common;
 
 use std::path::Path;
-use std::process::Output;
 
-use common::compaction;
-
-/// What a run printed, or the run's whole output in the panic when it failed.
-#[track_caller]
-fn stdout(what: &str, out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8 output")
-}
+use common::{compaction, offline_replay, success};
 
 fn replay_then_inspect(transcript: &Path) -> String {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("sessions.db");
-    let replay = compaction()
-        .arg("replay")
-        .arg(transcript)
-        .args(["--decision", "offline", "--summarizer", "offline"])
+    let replay = offline_replay(transcript)
         .args(["--session", "case", "--db"])
         .arg(&db)
         .env("ZOTERO_DATA_DIR", dir.path())
         .output()
         .expect("run replay");
-    let replayed = stdout("replay", replay);
+    let replayed = success("replay", &replay);
     // The table; the assembled context it prints next is `inspect`'s, below.
     let table = replayed
         .split("\nFinal assembled context")
@@ -46,7 +30,7 @@ fn replay_then_inspect(transcript: &Path) -> String {
         .env("ZOTERO_DATA_DIR", dir.path())
         .output()
         .expect("run inspect");
-    let inspect = stdout("inspect", inspect);
+    let inspect = success("inspect", &inspect);
     format!("$ compaction replay\n{table}\n$ compaction inspect\n{inspect}")
 }
 

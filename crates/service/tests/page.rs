@@ -755,9 +755,24 @@ const RESEARCH: [&str; 6] = [
     "Moving on, what do recent reviews say about their interface stability?",
 ];
 
+/// Opens the page at `base` in a 1280×800 window and waits until its script is ready.
 async fn open_page(browser: &Client, base: &str) {
+    browser.set_window_size(1280, 800).await.expect("size");
     browser.goto(base).await.expect("open the page");
     wait_css(browser, "body[data-ready='true']").await;
+}
+
+/// Narrows the window to 400 px and checks that nothing is wider than it.
+async fn assert_fits_400_px(browser: &Client) {
+    browser.set_window_size(400, 800).await.expect("narrow");
+    let fits = browser
+        .execute(
+            "return document.documentElement.scrollWidth <= window.innerWidth;",
+            vec![],
+        )
+        .await
+        .expect("measure");
+    assert_eq!(fits, json!(true), "horizontal overflow at 400 px");
 }
 
 async fn type_into(browser: &Client, css: &str, text: &str) {
@@ -774,7 +789,6 @@ async fn a_research_conversation_streams_compacts_and_shows_its_context() {
     let mut running = start().await;
     let browser = driver.browser().await;
     let result = async {
-        browser.set_window_size(1280, 800).await.expect("size");
         open_page(&browser, &running.base).await;
         let mut reports = running.server.lanes().subscribe();
         let mut compacted = false;
@@ -1051,15 +1065,7 @@ async fn a_research_conversation_streams_compacts_and_shows_its_context() {
         .await;
 
         // Readable at 400 px: nothing wider than the window.
-        browser.set_window_size(400, 800).await.expect("narrow");
-        let fits = browser
-            .execute(
-                "return document.documentElement.scrollWidth <= window.innerWidth;",
-                vec![],
-            )
-            .await
-            .expect("measure");
-        assert_eq!(fits, json!(true), "horizontal overflow at 400 px");
+        assert_fits_400_px(&browser).await;
         screenshot(
             "chat-narrow.png",
             &browser.screenshot().await.expect("screenshot"),
@@ -1078,7 +1084,6 @@ async fn preferences_save_to_the_file_and_follow_it() {
     let running = start().await;
     let browser = driver.browser().await;
     let result = async {
-        browser.set_window_size(1280, 800).await.expect("size");
         open_page(&browser, &running.base).await;
         wait_css(&browser, "#tab-prefs")
             .await
@@ -1178,15 +1183,7 @@ async fn preferences_save_to_the_file_and_follow_it() {
             &browser.screenshot().await.expect("screenshot"),
         );
 
-        browser.set_window_size(400, 800).await.expect("narrow");
-        let fits = browser
-            .execute(
-                "return document.documentElement.scrollWidth <= window.innerWidth;",
-                vec![],
-            )
-            .await
-            .expect("measure");
-        assert_eq!(fits, json!(true), "horizontal overflow at 400 px");
+        assert_fits_400_px(&browser).await;
     }
     .await;
     browser.close().await.expect("close the browser");
@@ -1364,7 +1361,6 @@ async fn after_a_reload_every_turn_is_readable_and_the_same_session_is_open() {
     assert!(entries.len() >= 2, "two compactions: {entries:?}");
     let browser = driver.browser().await;
     let result = async {
-        browser.set_window_size(1280, 800).await.expect("size");
         open_page(&browser, &running.base).await;
         wait_css(&browser, "#empty-state:not([hidden])").await;
         // Open it from the list (titled by its first question), then reload.
@@ -1578,7 +1574,6 @@ async fn a_reply_cut_mid_stream_fails_with_retry_and_a_502_page_shows_its_status
     let proxy = proxy(&running.base).await;
     let browser = driver.browser().await;
     let result = async {
-        browser.set_window_size(1280, 800).await.expect("size");
         open_page(&browser, &proxy.base).await;
         let empty = wait_css(&browser, "#empty-state")
             .await

@@ -17,6 +17,30 @@ pub(crate) fn compaction() -> Command {
     command
 }
 
+/// `compaction replay FILE` on the offline models (the lexical decision model and the
+/// extractive summarizer), whatever settings or model files this machine has.
+pub(crate) fn offline_replay(file: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut command = compaction();
+    command
+        .arg("replay")
+        .arg(file)
+        .args(["--decision", "offline", "--summarizer", "offline"]);
+    command
+}
+
+/// What a finished run printed on stdout; a failed run panics with its status and stderr.
+#[track_caller]
+pub(crate) fn success(what: &str, out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// A cache directory that does not exist.
 pub(crate) const NO_MODEL_CACHE: &str = "/nonexistent/compaction-test-cache";
 
