@@ -38,8 +38,9 @@ const ALLOWED: [(&str, &[&str]); 8] = [
     ("config-ssot", &["compaction-core"]),
     ("telemetry", &["compaction-core"]),
     // config-ssot for the page's preferences (feature `http`): the settings file is the
-    // single source of truth, saved and watched through config-ssot only.
-    ("service", &["compaction-core", "config-ssot"]),
+    // single source of truth, saved and watched through config-ssot only; decision-client for
+    // the coordinator client's URL rules (one owner, as for the summarizer's client).
+    ("service", &["compaction-core", "config-ssot", "decision-client"]),
     ("cli", &["*"]),
 ];
 

@@ -11,6 +11,7 @@ use compaction_core::{
     AdapterError, AssembledContext, CharsPerToken, ContextEntry, Event, ModelInfo, TokenEstimator,
     async_trait,
 };
+use decision_client::http::{has_credentials, host_of, is_http_url};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
@@ -360,28 +361,21 @@ impl CoordinatorConfig {
             ..CoordinatorConfig::default()
         };
         if let Some(url) = &config.base_url {
-            match url::Url::parse(url) {
-                Ok(parsed)
-                    if matches!(parsed.scheme(), "http" | "https")
-                        && parsed.host_str().is_some_and(|h| !h.is_empty()) =>
-                {
-                    if !parsed.username().is_empty() || parsed.password().is_some() {
-                        // Never echo a URL that carries credentials.
-                        return Err(CoordinatorConfigError {
-                            key: config::KEY_BASE_URL,
-                            expected: "a URL without credentials (put the key in the variable \
-                                       coordinator_api_key_env names)",
-                            got: "a URL with user:password@".to_owned(),
-                        });
-                    }
-                }
-                _ => {
-                    return Err(CoordinatorConfigError {
-                        key: config::KEY_BASE_URL,
-                        expected: "an http(s) URL such as \"https://openrouter.ai/api/v1\"",
-                        got: format!("\"{url}\""),
-                    });
-                }
+            if has_credentials(url) {
+                // Never echo a URL that carries credentials.
+                return Err(CoordinatorConfigError {
+                    key: config::KEY_BASE_URL,
+                    expected: "a URL without credentials (put the key in the variable \
+                               coordinator_api_key_env names)",
+                    got: "a URL with user:password@".to_owned(),
+                });
+            }
+            if !is_http_url(url) {
+                return Err(CoordinatorConfigError {
+                    key: config::KEY_BASE_URL,
+                    expected: "an http(s) URL such as \"https://openrouter.ai/api/v1\"",
+                    got: format!("\"{url}\""),
+                });
             }
         }
         if let Some(model) = text(config::KEY_MODEL, "a non-empty model slug")? {
@@ -481,19 +475,6 @@ impl OpenAiCompatible {
 #[error("{0}")]
 pub(super) struct UpstreamError(String);
 
-/// The host (and port, when one is given) of `url`, for `ModelInfo::provider`: never the
-/// user-info part of a URL that carries credentials. Empty when `url` does not parse.
-fn host_of(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(parsed) => match (parsed.host_str(), parsed.port()) {
-            (Some(host), Some(port)) => format!("{host}:{port}"),
-            (Some(host), None) => host.to_owned(),
-            (None, _) => String::new(),
-        },
-        Err(_) => String::new(),
-    }
-}
-
 pub(super) fn upstream(kind: compaction_core::FailureKind, message: String) -> AdapterError {
     compaction_core::classified(kind, UpstreamError(message))
 }
@@ -533,10 +514,8 @@ mod tests {
     #[test]
     fn the_provider_is_the_host_and_port_never_the_user_info() {
         let info = |base: &str| OpenAiCompatible::new(base, "m", None).info().provider;
-        assert_eq!(info("https://openrouter.ai/api/v1"), "openrouter.ai");
-        assert_eq!(info("http://localhost:8000/v1/"), "localhost:8000");
-        assert_eq!(info("https://user:pw@example.com/v1"), "example.com");
-        assert_eq!(info("not a url"), "");
+        // decision-client's `host_of` (tested there) names it.
+        assert_eq!(info("https://user:pw@example.com:8443/v1"), "example.com:8443");
     }
 
     #[test]
