@@ -40,7 +40,10 @@ const ALLOWED: [(&str, &[&str]); 8] = [
     // config-ssot for the page's preferences (feature `http`): the settings file is the
     // single source of truth, saved and watched through config-ssot only; decision-client for
     // the coordinator client's URL rules (one owner, as for the summarizer's client).
-    ("service", &["compaction-core", "config-ssot", "decision-client"]),
+    (
+        "service",
+        &["compaction-core", "config-ssot", "decision-client"],
+    ),
     ("cli", &["*"]),
 ];
 
@@ -122,7 +125,7 @@ fn rule_violations(edges: &[(String, String)]) -> Vec<String> {
 /// The feature fences: what a crate built with only the named features must not pull in.
 /// Each is `(package, cargo tree arguments, forbidden crates, why)`; a forbidden crate
 /// matches by name or as a `name-`/`name_` family.
-pub(crate) const FENCES: [(&str, &[&str], &[&str], &str); 7] = [
+pub(crate) const FENCES: [(&str, &[&str], &[&str], &str); 8] = [
     (
         "adaptive-compaction-core",
         &[],
@@ -160,6 +163,13 @@ pub(crate) const FENCES: [(&str, &[&str], &[&str], &str); 7] = [
         &["tokio-postgres", "deadpool-postgres"],
         "cli without `postgres` (what xtask and a library consumer of cli build) must not \
          build the PostgreSQL driver",
+    ),
+    (
+        "adaptive-compaction-service",
+        &["--no-default-features", "--features", "http"],
+        &["reqwest"],
+        "service with `http` alone (the server, the page and the offline coordinator) must not \
+         build an HTTP client: the coordinator's OpenAI-compatible client is feature `openai`",
     ),
     (
         "adaptive-compaction-telemetry",

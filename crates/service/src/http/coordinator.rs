@@ -1,6 +1,6 @@
 //! The coordinator model as a port: it answers a turn as a stream of text chunks and reports
-//! its usage. Two adapters: [`OfflineCoordinator`] (deterministic, no key) and
-//! [`OpenAiCompatible`] (a streaming chat-completions client).
+//! its usage. Two adapters: [`OfflineCoordinator`] (deterministic, no key) here, and the
+//! streaming chat-completions client `OpenAiCompatible` (feature `openai`, `openai.rs`).
 //!
 //! The request for turn N+1 is the spec's assembly ([`CoordinatorRequest::assemble`]): the
 //! live summary, then the retained turns verbatim, then the new query.
@@ -11,12 +11,11 @@ use compaction_core::{
     AdapterError, AssembledContext, CharsPerToken, ContextEntry, Event, ModelInfo, TokenEstimator,
     async_trait,
 };
-use decision_client::http::{has_credentials, host_of, is_http_url};
+use decision_client::http::{has_credentials, is_http_url};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use super::openai_stream::{self, Endpoint};
 pub use super::recall_tool::RecallTool;
 
 /// One chat message of the coordinator's prompt.
@@ -427,96 +426,49 @@ pub fn select_coordinator(
                     format!("no key: {} is not set", config.api_key_env)
                 }
             );
-            SelectedCoordinator {
-                coordinator: std::sync::Arc::new(OpenAiCompatible::new(url, &config.model, key)),
-                reason,
-            }
+            remote(url, config, key, reason)
         }
     }
 }
 
-/// A streaming chat-completions client (`stream: true`, usage included).
-pub struct OpenAiCompatible {
-    url: String,
-    model: String,
-    api_key: Option<String>,
-    http: reqwest::Client,
-}
-
-impl std::fmt::Debug for OpenAiCompatible {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiCompatible")
-            .field("url", &self.url)
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .finish()
+#[cfg(feature = "openai")]
+fn remote(
+    url: &str,
+    config: &CoordinatorConfig,
+    key: Option<String>,
+    reason: String,
+) -> SelectedCoordinator {
+    SelectedCoordinator {
+        coordinator: std::sync::Arc::new(super::openai::OpenAiCompatible::new(
+            url,
+            &config.model,
+            key,
+        )),
+        reason,
     }
 }
 
-impl OpenAiCompatible {
-    /// A client of `{base_url}/chat/completions` for `model`.
-    pub fn new(base_url: &str, model: &str, api_key: Option<String>) -> Self {
-        OpenAiCompatible {
-            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
-            model: model.to_owned(),
-            api_key,
-            http: reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(10))
-                // Small request and stream writes go out at once (no Nagle delay).
-                .tcp_nodelay(true)
-                .build()
-                .unwrap_or_default(),
-        }
-    }
-}
-
-/// An upstream failure, with a message that names no key.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(super) struct UpstreamError(String);
-
-pub(super) fn upstream(kind: compaction_core::FailureKind, message: String) -> AdapterError {
-    compaction_core::classified(kind, UpstreamError(message))
-}
-
-#[async_trait]
-impl Coordinator for OpenAiCompatible {
-    fn info(&self) -> ModelInfo {
-        ModelInfo::new("openai", host_of(&self.url), self.model.clone())
-    }
-
-    async fn stream(&self, request: &CoordinatorRequest) -> Result<ReplyStream, AdapterError> {
-        let endpoint = Endpoint {
-            http: self.http.clone(),
-            url: self.url.clone(),
-            model: self.model.clone(),
-            api_key: self.api_key.clone(),
-        };
-        let messages: Vec<Value> = request
-            .messages
-            .iter()
-            .map(|m| serde_json::json!({"role": m.role, "content": m.content}))
-            .collect();
-        let tool = request.recall.clone();
-        let response = endpoint
-            .post(&endpoint.body(&messages, tool.is_some()))
-            .await?;
-        let (tx, rx) = mpsc::channel(16);
-        tokio::spawn(openai_stream::pump(endpoint, messages, tool, response, tx));
-        Ok(rx)
+/// Without the client (feature `openai`), a configured base URL is answered by the offline
+/// stand-in, and the banner says why.
+#[cfg(not(feature = "openai"))]
+fn remote(
+    _url: &str,
+    _config: &CoordinatorConfig,
+    _key: Option<String>,
+    reason: String,
+) -> SelectedCoordinator {
+    SelectedCoordinator {
+        coordinator: std::sync::Arc::new(OfflineCoordinator::default()),
+        reason: format!(
+            "offline stand-in: this build has no OpenAI-compatible client (service feature \
+             `openai`), so {reason} is not used"
+        ),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_provider_is_the_host_and_port_never_the_user_info() {
-        let info = |base: &str| OpenAiCompatible::new(base, "m", None).info().provider;
-        // decision-client's `host_of` (tested there) names it.
-        assert_eq!(info("https://user:pw@example.com:8443/v1"), "example.com:8443");
-    }
 
     #[test]
     fn a_base_url_is_an_http_url_without_credentials() {

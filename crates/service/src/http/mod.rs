@@ -1,5 +1,6 @@
 //! The reference service (feature `http`): `compaction serve`'s routes on axum, the
-//! coordinator port and its adapters, and the chat and preferences page at `/` (plain HTML,
+//! coordinator port with its offline stand-in (and, with feature `openai`, its
+//! OpenAI-compatible client), and the chat and preferences page at `/` (plain HTML,
 //! CSS and JavaScript modules embedded in the binary; the preferences are kept in sync with
 //! the settings file through config-ssot). The lane it drives is framework-free
 //! ([`crate::Lanes`]).
@@ -12,6 +13,9 @@ mod history;
 mod listener;
 mod llm_span;
 mod open_turns;
+#[cfg(feature = "openai")]
+mod openai;
+#[cfg(feature = "openai")]
 mod openai_stream;
 mod page;
 mod recall;
@@ -26,10 +30,12 @@ mod token_series;
 pub use coordinator::config::KEYS as COORDINATOR_KEYS;
 pub use coordinator::{
     Coordinator, CoordinatorConfig, CoordinatorConfigError, CoordinatorMessage, CoordinatorRequest,
-    OfflineCoordinator, OpenAiCompatible, RecallTool, ReplyChunk, ReplyStream, SelectedCoordinator,
+    OfflineCoordinator, RecallTool, ReplyChunk, ReplyStream, SelectedCoordinator,
     select_coordinator,
 };
 pub use guard::{GuardOptions, Token};
 pub use listener::Limits;
 pub use open_turns::{DEFAULT_QUIET_FOR, OpenTurnSweep};
+#[cfg(feature = "openai")]
+pub use openai::OpenAiCompatible;
 pub use server::{DEFAULT_MAX_MESSAGE_BYTES, ServeOptions, Server, shutdown_signal};

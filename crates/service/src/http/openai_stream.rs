@@ -8,7 +8,8 @@ use compaction_core::{AdapterError, FailureKind};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::coordinator::{ReplyChunk, upstream};
+use super::coordinator::ReplyChunk;
+use super::openai::upstream;
 use super::recall_tool::{MAX_CALLS_PER_TURN, RecallTool};
 
 /// Where and how to post.

@@ -19,6 +19,7 @@ use compaction_core::{RecallHit, RecallQuery, SessionKey, SessionStore};
 use serde_json::{Value, json};
 
 /// Calls a turn may make.
+#[cfg_attr(not(feature = "openai"), allow(dead_code))]
 pub(super) const MAX_CALLS_PER_TURN: usize = 3;
 /// The largest tool result, in tokens (4 characters a token).
 pub(super) const MAX_RESULT_TOKENS: usize = 1_500;
