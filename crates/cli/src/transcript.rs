@@ -67,6 +67,7 @@ pub struct ToolUse {
 
 /// A transcript could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TranscriptError {
     /// Reading failed.
     #[error("{source_name}: cannot read: {error}")]

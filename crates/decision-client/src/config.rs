@@ -76,6 +76,7 @@ pub const KEYS: [&str; 11] = [
 /// Which adapter the factory builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum DecisionAdapter {
     /// The Decisions API when its key is set, else the local models ([`DecisionAdapter::Local`]).
     #[default]

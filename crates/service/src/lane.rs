@@ -94,6 +94,7 @@ impl LaneConfig {
 
 /// How a turn's start related to the previous evaluation of its session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LaneWait {
     /// No evaluation was running: the turn started at once.
     Immediate,

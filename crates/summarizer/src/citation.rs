@@ -29,6 +29,7 @@ use regex::Regex;
 
 /// What kind of citation a [`Citation`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum CitationKind {
     /// A line of a sources section (`# Cited Sources`).
     SourceLine,

@@ -50,6 +50,7 @@ pub const KEYS: [&str; 6] = [
 /// Which summarizer the factory builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum SummarizerAdapter {
     /// Chat completions when the API key variable is set, otherwise offline.
     #[default]

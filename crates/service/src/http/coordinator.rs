@@ -102,6 +102,7 @@ impl CoordinatorRequest {
 
 /// One piece of a streamed reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ReplyChunk {
     /// Text to show.
     Delta(String),
