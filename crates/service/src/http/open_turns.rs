@@ -113,3 +113,54 @@ impl Server {
 
 /// The bound [`Server::close_open_turns`] is usually given: ten minutes without an append.
 pub const DEFAULT_QUIET_FOR: Duration = Duration::from_secs(600);
+
+#[cfg(test)]
+mod tests {
+    use compaction_core::testing::{SequentialIds, SteppingClock};
+    use serde_json::json;
+
+    use super::*;
+
+    fn open_after(events: Vec<Event>) -> Option<String> {
+        let context = AssembledContext {
+            entries: events
+                .into_iter()
+                .map(|e| ContextEntry::Event(Box::new(e)))
+                .collect(),
+        };
+        open_invocation(&context)
+    }
+
+    #[test]
+    fn a_turn_ending_in_a_tool_step_is_open_and_one_ending_in_a_reply_is_not() {
+        let (clock, ids) = (SteppingClock::starting_at(1_000), SequentialIds::default());
+        let b = EventBuilder::new(&clock, &ids, "coordinator");
+        let query = || b.user_query("inv-1", "Which sensors drift?");
+        let call = || b.tool_call("inv-1", "fc-1", "recall_history", json!({"query": "drift"}));
+        let result = || b.tool_result("inv-1", "fc-1", "recall_history", "turn 2: thermistors");
+        let open = Some("inv-1".to_owned());
+
+        assert_eq!(open_after(vec![query()]), open, "a query alone");
+        assert_eq!(
+            open_after(vec![query(), call()]),
+            open,
+            "ends in a tool call"
+        );
+        assert_eq!(
+            open_after(vec![query(), call(), result()]),
+            open,
+            "ends in a tool result"
+        );
+        let replied = vec![
+            query(),
+            call(),
+            result(),
+            b.reply("inv-1", "Thermistors.", None),
+        ];
+        assert_eq!(open_after(replied), None, "answered");
+        let failed = vec![query(), call(), b.error("inv-1", "UPSTREAM_ERROR", "502")];
+        assert_eq!(open_after(failed), None, "an error closes the turn");
+        assert_eq!(open_after(vec![query(), b.interrupted("inv-1")]), None);
+        assert_eq!(open_after(Vec::new()), None, "an empty session");
+    }
+}
