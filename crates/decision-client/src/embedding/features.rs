@@ -16,11 +16,6 @@
 //! | `prev_shift` | 1 − cosine of the previous query and the turns before it: the previous turn itself changed the subject, so this one follows it |
 //! | `prev_recap` | cosine of the previous reply and the turns before it: the previous turn looked back over the unit (a recap, a comparison), so the unit may be done |
 //! | `prev_table` | the previous reply holds a Markdown table (structure: a deliverable that gathers the unit) |
-//! | `return_unit_gain` | best cosine of the query with the centroid of any [`UNIT_TURNS`] consecutive turns older than the unit, minus `sim_unit`, floored at 0 (a return to an earlier stretch as a whole) |
-//! | `prev_sim_change` | `sim_prev_query` minus the cosine of the previous query and the one before it: the change in similarity between consecutive turns |
-//! | `reply_query_align` | cosine of the latest reply and the latest query (an answer that stays on the question) |
-//! | `sim_session` | cosine of the query and the centroid of every earlier query (the session's subject) |
-//! | `tail_sim_prev_reply` | cosine of the query's last sentence and the previous reply (a request about the answer just given) |
 //! | the lexical model's fitted features but `research_context` | [`crate::offline`] (novelty shares, a question, query length, the cue lists that occur in TIAGE, …) |
 //!
 //! Each of these appears twice: in the shared block (`all.*`, every state) and in the
@@ -67,9 +62,10 @@ pub struct StateVectors {
     /// Earlier turns, oldest first.
     pub earlier: Vec<TurnVectors>,
     /// Every earlier turn the model knows of, oldest first, when it knows more than the
-    /// state's window (`earlier` is then its tail); empty otherwise. The unit and return
-    /// similarities read it, so the current unit and the units before it are visible even
-    /// when the 500-token state holds one earlier turn.
+    /// state's window (`earlier` is then its tail); empty otherwise, and always empty in
+    /// production (the engine sends the 500-token window only). The similarities read it
+    /// instead of `earlier` when it is longer: the fit's `--with-history` experiment
+    /// measures what a wider memory would give (docs/DECISION-QUALITY.md).
     pub history: Vec<TurnVectors>,
     /// The latest turn.
     pub latest: TurnVectors,
@@ -80,7 +76,7 @@ pub struct StateVectors {
 }
 
 /// Number of similarity features (the first block of [`BASE_NAMES`]).
-pub const N_SIMILARITIES: usize = 17;
+pub const N_SIMILARITIES: usize = 12;
 /// Number of features of one context block: the similarities and the lexical model's fitted
 /// features but its last (`research_context`, which chooses the block).
 pub const N_BASE: usize = N_SIMILARITIES + LEXICAL_FEATURES.len() - 1;
@@ -101,11 +97,6 @@ pub const SIMILARITY_NAMES: [&str; N_SIMILARITIES] = [
     "prev_shift",
     "prev_recap",
     "prev_table",
-    "return_unit_gain",
-    "prev_sim_change",
-    "reply_query_align",
-    "sim_session",
-    "tail_sim_prev_reply",
 ];
 
 /// Names of the fitted features, in weight order: `all.<name>` for the shared block (every
@@ -162,17 +153,6 @@ fn flag(b: bool) -> f64 {
     if b { 1.0 } else { 0.0 }
 }
 
-/// The best cosine of `q` with the centroid of [`UNIT_TURNS`] consecutive turns of `older`
-/// (each earlier stretch of the conversation taken as a unit); −∞ when `older` is empty.
-fn best_unit(q: &[f32], older: &[TurnVectors]) -> f64 {
-    let wholes: Vec<Vec<f32>> = older.iter().map(TurnVectors::whole).collect();
-    let width = UNIT_TURNS.min(wholes.len()).max(1);
-    wholes
-        .windows(width)
-        .map(|w| cosine(q, &centroid(w.iter().map(Vec::as_slice))))
-        .fold(f64::NEG_INFINITY, f64::max)
-}
-
 /// The similarities of meaning of a state, in [`SIMILARITY_NAMES`] order.
 pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
     let q = &v.latest.query;
@@ -187,7 +167,7 @@ pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
     let wholes: Vec<Vec<f32>> = unit.iter().map(TurnVectors::whole).collect();
     let unit_centroid = centroid(wholes.iter().map(Vec::as_slice));
     let unit_replies = centroid(unit.iter().map(|t| t.reply.as_slice()));
-    let (previous, prev_shift, prev_recap, prev_sim) = match known.split_last() {
+    let (previous, prev_shift, prev_recap) = match known.split_last() {
         Some((prev, before)) => {
             let before = &before[before.len().saturating_sub(UNIT_TURNS)..];
             let wholes: Vec<Vec<f32>> = before.iter().map(TurnVectors::whole).collect();
@@ -205,12 +185,10 @@ pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
                 cosine(q, &prev.whole()),
                 cosine(q, &prev.reply),
                 cosine(&v.latest.reply, &prev.query),
-                cosine(&v.latest_tail, &prev.reply),
             ];
-            let prev_sim = before.last().map(|b| cosine(&prev.query, &b.query));
-            (sims, shift, recap, prev_sim)
+            (sims, shift, recap)
         }
-        None => ([0.0; 5], 0.0, 0.0, None),
+        None => ([0.0; 4], 0.0, 0.0),
     };
     let sim_unit = cosine(q, &unit_centroid);
     let tail_sim_unit = cosine(&v.latest_tail, &unit_centroid);
@@ -218,14 +196,11 @@ pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
         .iter()
         .map(|t| cosine(q, &t.whole()))
         .fold(f64::NEG_INFINITY, f64::max);
-    let gain = |best: f64| {
-        if older.is_empty() {
-            0.0
-        } else {
-            (best - sim_unit).max(0.0)
-        }
+    let return_gain = if older.is_empty() {
+        0.0
+    } else {
+        (best_older - sim_unit).max(0.0)
     };
-    let session = centroid(known.iter().map(|t| t.query.as_slice()));
     [
         previous[0],
         previous[1],
@@ -233,17 +208,12 @@ pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
         sim_unit,
         tail_sim_unit,
         (sim_unit - tail_sim_unit).max(0.0),
-        gain(best_older),
+        return_gain,
         cosine(&v.latest.reply, &unit_replies),
         previous[3],
         prev_shift,
         prev_recap,
         flag(v.previous_table),
-        gain(best_unit(q, older)),
-        prev_sim.map_or(0.0, |s| previous[0] - s),
-        cosine(&v.latest.reply, q),
-        cosine(q, &session),
-        previous[4],
     ]
 }
 
@@ -379,8 +349,7 @@ mod tests {
     }
 
     /// With a history longer than the window, the unit and the older turns come from it: a
-    /// return to a turn outside the window shows; the change in similarity and the reply's
-    /// alignment follow the vectors.
+    /// return to a turn outside the window shows; without one nothing changes.
     #[test]
     fn history_beyond_the_window_makes_a_return_visible() {
         let a = unit(&[1.0, 0.0, 0.0]);
@@ -390,8 +359,7 @@ mod tests {
             query: v.clone(),
             reply: v.clone(),
         };
-        let names = SIMILARITY_NAMES;
-        let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
+        let at = |name: &str| SIMILARITY_NAMES.iter().position(|n| *n == name).unwrap();
         let window = StateVectors {
             earlier: vec![turn(&b)],
             history: Vec::new(),
@@ -403,16 +371,12 @@ mod tests {
             history: vec![turn(&c), turn(&a), turn(&b), turn(&b), turn(&b)],
             ..window.clone()
         };
-        let w = similarities(&window);
-        let r = similarities(&remembered);
-        assert_eq!(w[at("return_gain")], 0.0);
-        assert!(
-            r[at("return_gain")] > 0.99 && r[at("return_unit_gain")] > 0.5,
-            "{r:?}"
-        );
-        // The previous query b was as close to the one before it (b) as can be; c is not.
-        assert!((r[at("prev_sim_change")] + 1.0).abs() < 1e-6, "{r:?}");
-        assert!((r[at("reply_query_align")] - 1.0).abs() < 1e-6);
-        assert!(r[at("sim_session")] > w[at("sim_session")] + 0.1, "{r:?}");
+        let short = StateVectors {
+            history: vec![turn(&b)],
+            ..window.clone()
+        };
+        assert_eq!(similarities(&window)[at("return_gain")], 0.0);
+        assert!(similarities(&remembered)[at("return_gain")] > 0.99);
+        assert_eq!(similarities(&short), similarities(&window));
     }
 }

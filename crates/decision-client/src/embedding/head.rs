@@ -42,11 +42,6 @@ pub const WEIGHTS: [f64; N_FEATURES] = [
     0.2923,  // all.prev_shift
     1.6018,  // all.prev_recap
     3.2183,  // all.prev_table
-    0.0,     // all.return_unit_gain
-    0.0,     // all.prev_sim_change
-    0.0,     // all.reply_query_align
-    0.0,     // all.sim_session
-    0.0,     // all.tail_sim_prev_reply
     0.1516,  // all.novelty_earlier
     0.8982,  // all.novelty_last_pair
     0.8660,  // all.reply_novelty
@@ -77,11 +72,6 @@ pub const WEIGHTS: [f64; N_FEATURES] = [
     0.2715,  // research.prev_shift
     -0.0703, // research.prev_recap
     0.3218,  // research.prev_table
-    0.0,     // research.return_unit_gain
-    0.0,     // research.prev_sim_change
-    0.0,     // research.reply_query_align
-    0.0,     // research.sim_session
-    0.0,     // research.tail_sim_prev_reply
     0.7153,  // research.novelty_earlier
     0.4524,  // research.novelty_last_pair
     0.9391,  // research.reply_novelty
