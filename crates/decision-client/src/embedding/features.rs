@@ -276,6 +276,23 @@ mod tests {
         centroid([v])
     }
 
+    /// Three orthogonal unit vectors.
+    fn axes() -> [Vec<f32>; 3] {
+        [
+            unit(&[1.0, 0.0, 0.0]),
+            unit(&[0.0, 1.0, 0.0]),
+            unit(&[0.0, 0.0, 1.0]),
+        ]
+    }
+
+    /// A turn whose query and reply are both `v`.
+    fn turn(v: &[f32]) -> TurnVectors {
+        TurnVectors {
+            query: v.to_vec(),
+            reply: v.to_vec(),
+        }
+    }
+
     #[test]
     fn one_name_per_feature_in_two_blocks() {
         let names = feature_names();
@@ -314,13 +331,7 @@ mod tests {
     /// and a return to an older turn shows as a gain.
     #[test]
     fn similarities_follow_the_vectors() {
-        let a = unit(&[1.0, 0.0, 0.0]);
-        let b = unit(&[0.0, 1.0, 0.0]);
-        let c = unit(&[0.0, 0.0, 1.0]);
-        let turn = |v: &Vec<f32>| TurnVectors {
-            query: v.clone(),
-            reply: v.clone(),
-        };
+        let [a, b, c] = axes();
         let earlier = vec![turn(&c), turn(&a), turn(&a), turn(&a)];
         let state = |q: &Vec<f32>| StateVectors {
             earlier: earlier.clone(),
@@ -352,13 +363,7 @@ mod tests {
     /// return to a turn outside the window shows; without one nothing changes.
     #[test]
     fn history_beyond_the_window_makes_a_return_visible() {
-        let a = unit(&[1.0, 0.0, 0.0]);
-        let b = unit(&[0.0, 1.0, 0.0]);
-        let c = unit(&[0.0, 0.0, 1.0]);
-        let turn = |v: &Vec<f32>| TurnVectors {
-            query: v.clone(),
-            reply: v.clone(),
-        };
+        let [a, b, c] = axes();
         let at = |name: &str| SIMILARITY_NAMES.iter().position(|n| *n == name).unwrap();
         let window = StateVectors {
             earlier: vec![turn(&b)],
