@@ -13,6 +13,7 @@
 //! Fail a probe: a directory that cannot be read or written only costs an embedding.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::encoder::DIMENSIONS;
 use super::files::{MODEL_DIR_NAME, user_cache_dir};
@@ -75,8 +76,14 @@ impl DiskVectors {
         if vector.len() != DIMENSIONS || std::fs::create_dir_all(&self.dir).is_err() {
             return;
         }
+        // One temporary name per write, so two threads keeping the same text never share one.
+        static WRITES: AtomicU64 = AtomicU64::new(0);
         let name = file_name(text, max_tokens);
-        let temporary = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let temporary = self.dir.join(format!(
+            ".{name}.{}.{}.tmp",
+            std::process::id(),
+            WRITES.fetch_add(1, Ordering::Relaxed)
+        ));
         let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
         let written = std::fs::write(&temporary, bytes)
             .and_then(|()| std::fs::rename(&temporary, self.dir.join(&name)));
