@@ -50,6 +50,11 @@ fn state_2000_tokens(salt: usize) -> DecisionState {
         assistant: "Stack materials and vanadium electrolyte prices dominate capex; LCOS between $0.20 and $0.35/kWh.".to_owned(),
         ..StateTurn::default()
     });
+    state_of(turns)
+}
+
+/// The decision state of `turns` (oldest first, the last one turn N), ages set.
+fn state_of(mut turns: Vec<StateTurn>) -> DecisionState {
     let n = turns.len();
     for (k, t) in turns.iter_mut().enumerate() {
         t.age = n - 1 - k;
@@ -157,19 +162,7 @@ fn session_state(n: usize, salt: usize) -> DecisionState {
             break;
         }
     }
-    let k = kept.len();
-    for (i, t) in kept.iter_mut().enumerate() {
-        t.age = k - 1 - i;
-    }
-    DecisionState {
-        earlier_discussion: kept[..k - 1]
-            .iter()
-            .map(StateTurn::render)
-            .collect::<Vec<_>>()
-            .join("\n\n"),
-        latest_turn: kept[k - 1].render(),
-        turns: kept,
-    }
+    state_of(kept)
 }
 
 fn one_shot(c: &mut Criterion) {
