@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{compaction, offline_replay};
+use common::compaction;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -42,9 +42,13 @@ fn transcript(n: usize, tokens: impl Fn(usize) -> u64) -> String {
 
 /// `compaction replay FILE` on the offline models and the spec defaults: the default config
 /// location is under `dir`, where there is no config file.
-fn offline_replay_in(dir: &Path, file: &Path) -> Command {
-    let mut command = offline_replay(file);
-    command.env("ZOTERO_DATA_DIR", dir);
+fn offline_replay(dir: &Path, file: &Path) -> Command {
+    let mut command = compaction();
+    command
+        .arg("replay")
+        .arg(file)
+        .args(["--decision", "offline", "--summarizer", "offline"])
+        .env("ZOTERO_DATA_DIR", dir);
     command
 }
 
@@ -305,7 +309,7 @@ fn a_malformed_transcript_names_the_line_and_field() {
         "{\"user\":\"q\",\"assistant\":\"a\"}\n{\"user\":\"q2\"}\n",
     )
     .expect("write");
-    let out = offline_replay_in(dir.path(), &file).output().expect("run");
+    let out = offline_replay(dir.path(), &file).output().expect("run");
     assert_eq!(out.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -447,7 +451,7 @@ async fn otlp_export_reaches_a_collector() {
     // Six turns above the ceiling: the backstop forces a compaction, so both kinds of span
     // may appear without a remote model.
     std::fs::write(&file, transcript(6, |_| 120_000)).expect("write");
-    let out = offline_replay_in(dir.path(), &file)
+    let out = offline_replay(dir.path(), &file)
         .arg("--otlp-endpoint")
         .arg(format!("{}/v1/traces", collector.uri()))
         .args(["--otlp-project", "e2e-project"])
@@ -568,7 +572,7 @@ fn usage_config_and_empty_database_errors_are_named() {
         "{stderr}"
     );
     let missing = dir.path().join("typo.json");
-    let out = offline_replay_in(dir.path(), &file)
+    let out = offline_replay(dir.path(), &file)
         .arg("--config")
         .arg(&missing)
         .output()
