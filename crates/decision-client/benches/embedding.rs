@@ -4,6 +4,11 @@
 //! resident memory before and after the load. Needs the model's files (`cargo xtask
 //! fetch-model`); without them it says so and measures nothing.
 //!
+//! The one-shot `compaction evaluate` at turn 20 and at turn 200 of a session, side by side:
+//! a new process (a fresh model, its encoder loaded outside the timing) probes the latest
+//! turn's state, with the vector directory earlier processes filled (`kept`) and without one
+//! (`none`, every turn of the state embedded).
+//!
 //! `cargo bench -p adaptive-compaction-decision-client --features embedding --bench embedding -- --warm-up-time 1 --measurement-time 5`
 #![allow(missing_docs, clippy::print_stderr)]
 
@@ -45,6 +50,11 @@ fn state_2000_tokens(salt: usize) -> DecisionState {
         assistant: "Stack materials and vanadium electrolyte prices dominate capex; LCOS between $0.20 and $0.35/kWh.".to_owned(),
         ..StateTurn::default()
     });
+    state_of(turns)
+}
+
+/// The decision state of `turns` (oldest first, the last one turn N), ages set.
+fn state_of(mut turns: Vec<StateTurn>) -> DecisionState {
     let n = turns.len();
     for (k, t) in turns.iter_mut().enumerate() {
         t.age = n - 1 - k;
@@ -124,9 +134,82 @@ fn benches(c: &mut Criterion) {
     });
 }
 
+/// The decision state after turn `n` of an invented session whose every turn asks about a
+/// different numbered point: the newest turns that fit the core's 500-token budget, the latest
+/// one's query salted with `salt`.
+fn session_state(n: usize, salt: usize) -> DecisionState {
+    let mut turns: Vec<StateTurn> = (1..=n)
+        .map(|i| StateTurn {
+            user: if i == n {
+                format!("Turning to grid storage, question {salt}: what does a vanadium flow battery cost per kWh?")
+            } else {
+                format!("{QUERY} (point {i})")
+            },
+            assistant: if i == n {
+                format!("{REPLY} (point {i}, answer {salt})")
+            } else {
+                format!("{REPLY} (point {i})")
+            },
+            ..StateTurn::default()
+        })
+        .collect();
+    let mut kept = Vec::new();
+    while let Some(t) = turns.pop() {
+        kept.insert(0, t);
+        let text: String = kept.iter().map(StateTurn::render).collect();
+        if kept.len() > 1 && CharsPerToken.estimate(&text) > 500 {
+            kept.remove(0);
+            break;
+        }
+    }
+    state_of(kept)
+}
+
+fn one_shot(c: &mut Criterion) {
+    let Ok(dir) = resolve(None, process_env) else {
+        return;
+    };
+    let vectors = std::env::temp_dir().join(format!("ac-bench-vectors-{}", std::process::id()));
+    let filler = EmbeddingModel::loaded(dir.clone())
+        .expect("load")
+        .with_vector_dir(vectors.clone());
+    for n in 1..200 {
+        filler.probability(&session_state(n, 0)).expect("probe");
+    }
+    drop(filler);
+    let salt = AtomicUsize::new(1);
+    for turns in [20, 200] {
+        for kept in [true, false] {
+            let name = format!(
+                "embedding_evaluate_turn_{turns}_{}",
+                if kept { "kept" } else { "none" }
+            );
+            c.bench_function(&name, |b| {
+                b.iter_batched(
+                    || {
+                        let model = EmbeddingModel::loaded(dir.clone()).expect("load");
+                        let model = if kept {
+                            model.with_vector_dir(vectors.clone())
+                        } else {
+                            model
+                        };
+                        (
+                            model,
+                            session_state(turns, salt.fetch_add(1, Ordering::Relaxed)),
+                        )
+                    },
+                    |(m, s)| m.probability(&s).expect("probe"),
+                    criterion::BatchSize::PerIteration,
+                )
+            });
+        }
+    }
+    let _ = std::fs::remove_dir_all(&vectors);
+}
+
 criterion_group! {
     name = embedding;
     config = Criterion::default().sample_size(20);
-    targets = benches
+    targets = benches, one_shot
 }
 criterion_main!(embedding);

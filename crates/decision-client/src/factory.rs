@@ -26,6 +26,9 @@ use crate::config::{DecisionAdapter, DecisionConfig};
 use crate::error::DecisionError;
 use crate::offline::OfflineLexical;
 
+#[cfg(feature = "http")]
+mod remote;
+
 /// The chosen model and why.
 #[derive(Clone)]
 pub struct Selected {
@@ -115,96 +118,22 @@ pub fn build_decision_model(
     config: &DecisionConfig,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Selected, FactoryError> {
-    use crate::chat::ChatLogprobsJudge;
-    use crate::decisions::DecisionsApi;
-    use crate::http::{ApiKey, join_url, shown_env_var_name};
-    use crate::openai_decisions::OpenAiDecisions;
-
-    let api_key = ApiKey::from_lookup(&config.api_key_env, &env);
-    let api_url = join_url(&config.api_base_url, &config.api_path);
-    let decisions = |key: Option<ApiKey>, reason: String| {
-        DecisionsApi::new(&api_url, &settings.decision_model, key, config.timeout())
-            .map(|m| Selected {
-                model: Arc::new(m),
-                adapter: DecisionAdapter::Decisions,
-                reason,
-            })
-            .map_err(|source| FactoryError::Build {
-                adapter: "decisions",
-                source,
-            })
-    };
-    // A name is printed only when it is one: `from_map` refuses anything else, and a config
-    // built by hand with a pasted key must not put the key in the reason either.
-    let env_name = shown_env_var_name(&config.api_key_env);
-    let model = &settings.decision_model;
+    let remote = remote::Remote::new(settings, config, &env);
     match config.adapter {
-        DecisionAdapter::Auto => match api_key {
-            Some(key) => decisions(
+        DecisionAdapter::Auto => match remote.api_key.clone() {
+            Some(key) => remote.decisions(
                 Some(key),
-                format!("Decisions API {api_url} with model {model}: {env_name} is set"),
+                format!("{}: {} is set", remote.decisions_api(), remote.env_name),
             ),
-            None => Ok(local(config, &env, &format!("{env_name} is not set"))),
+            None => Ok(local(
+                config,
+                &env,
+                &format!("{} is not set", remote.env_name),
+            )),
         },
-        DecisionAdapter::Decisions => {
-            let reason = match &api_key {
-                Some(_) => format!("Decisions API {api_url} with model {model} (configured)"),
-                None => format!(
-                    "Decisions API {api_url} with model {model} (configured), without a key: {env_name} is not set"
-                ),
-            };
-            decisions(api_key, reason)
-        }
-        DecisionAdapter::OpenAiDecisions => {
-            let keyed = if api_key.is_some() {
-                String::new()
-            } else {
-                format!(", without a key: {env_name} is not set")
-            };
-            OpenAiDecisions::new(&api_url, model, api_key, config.timeout())
-                .map(|m| Selected {
-                    model: Arc::new(m),
-                    adapter: DecisionAdapter::OpenAiDecisions,
-                    reason: format!(
-                        "OpenAI Decisions {api_url} with model {model} (configured){keyed}"
-                    ),
-                })
-                .map_err(|source| FactoryError::Build {
-                    adapter: "openai-decisions",
-                    source,
-                })
-        }
-        DecisionAdapter::ChatLogprobs => {
-            let url = join_url(&config.chat_base_url, &config.chat_path);
-            let chat_model = config.chat_model.as_deref().unwrap_or(model);
-            let key = ApiKey::from_lookup(&config.chat_api_key_env, &env);
-            let keyed = if key.is_some() {
-                String::new()
-            } else {
-                format!(
-                    ", without a key: {} is not set",
-                    shown_env_var_name(&config.chat_api_key_env)
-                )
-            };
-            ChatLogprobsJudge::new(
-                &url,
-                chat_model,
-                key,
-                config.timeout(),
-                config.chat_top_logprobs,
-            )
-            .map(|m| Selected {
-                model: Arc::new(m),
-                adapter: DecisionAdapter::ChatLogprobs,
-                reason: format!(
-                    "chat logprobs judge {url} with model {chat_model} (configured){keyed}"
-                ),
-            })
-            .map_err(|source| FactoryError::Build {
-                adapter: "chat-logprobs",
-                source,
-            })
-        }
+        DecisionAdapter::Decisions => remote.configured_decisions(),
+        DecisionAdapter::OpenAiDecisions => remote.openai_decisions(),
+        DecisionAdapter::ChatLogprobs => remote.chat_logprobs(config, &env),
         DecisionAdapter::Local | DecisionAdapter::Embedding | DecisionAdapter::Offline => {
             local_choice(config, &env)
         }
@@ -266,8 +195,12 @@ fn embedding(
         "embedding model {MODEL_NAME} (local, files in {}): {why}",
         dir.path().display()
     );
+    let mut model = EmbeddingModel::new(dir);
+    if let Some(vectors) = crate::embedding::disk::default_dir(env) {
+        model = model.with_vector_dir(vectors);
+    }
     Ok(Selected {
-        model: Arc::new(EmbeddingModel::new(dir)),
+        model: Arc::new(model),
         adapter: DecisionAdapter::Embedding,
         reason,
     })

@@ -161,12 +161,47 @@ fn auto_picks_the_installed_model_which_loads_lazily_and_embeds_each_turn_once()
     );
 }
 
+/// The one-shot `evaluate`: every process starts with an empty memory, so the vectors are
+/// kept in a directory and a later process embeds only the turns no earlier one did. Counted
+/// through the model's embedding counter, not timed.
+#[test]
+fn a_later_process_embeds_only_the_turn_no_earlier_process_embedded() {
+    let Some(dir) = installed() else { return };
+    let vectors = tempfile_dir("kept-vectors");
+    let mut turns = EARLIER.to_vec();
+    let first = EmbeddingModel::new(dir.clone()).with_vector_dir(vectors.clone());
+    let p_first = first.probability(&state(&turns)).unwrap();
+    // Three turns: three queries and three replies (every query one sentence).
+    assert_eq!(first.embedded_texts(), 6);
+    drop(first);
+
+    turns.push((
+        "And in the coldest months, how much more do they eat?",
+        "Up to a third of their body weight.",
+    ));
+    let second = EmbeddingModel::new(dir.clone()).with_vector_dir(vectors.clone());
+    let p_second = second.probability(&state(&turns)).unwrap();
+    // Only the new turn: its query and its reply.
+    assert_eq!(second.embedded_texts(), 2);
+    assert_eq!(second.vector_dir(), Some(vectors.as_path()));
+
+    // The kept vectors are the ones the encoder gives: the same p as with no directory,
+    // where every turn is embedded again.
+    let fresh = EmbeddingModel::new(dir.clone());
+    assert_eq!(fresh.probability(&state(&turns)).unwrap(), p_second);
+    assert_eq!(fresh.embedded_texts(), 8);
+    let again = EmbeddingModel::new(dir).with_vector_dir(vectors.clone());
+    assert_eq!(again.probability(&state(&EARLIER)).unwrap(), p_first);
+    assert_eq!(again.embedded_texts(), 0);
+    std::fs::remove_dir_all(&vectors).unwrap();
+}
+
 /// Weights of the right size that are not safetensors: the probe fails with the file's
 /// name (the engine then fails open), and `embedding` still builds (the check is cheap).
 #[test]
 fn damaged_weights_are_named_when_the_model_loads() {
     let Some(good) = installed() else { return };
-    let dir = tempfile_dir();
+    let dir = tempfile_dir("damaged-model");
     for file in MODEL_FILES {
         if file != WEIGHTS_FILE {
             std::fs::copy(good.path().join(file), dir.join(file)).unwrap();
@@ -197,8 +232,8 @@ fn damaged_weights_are_named_when_the_model_loads() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-fn tempfile_dir() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ac-damaged-model-{}", std::process::id()));
+fn tempfile_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ac-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

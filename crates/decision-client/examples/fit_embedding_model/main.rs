@@ -334,6 +334,10 @@ struct Args {
     separate: bool,
     /// No research prior (δ = 0): calibrated p.
     no_prior: bool,
+    /// The features also read the session's earlier turns beyond the 500-token window (as a
+    /// model that remembered the whole session would): an experiment, never the committed
+    /// head, since the engine sends the window only.
+    with_history: bool,
     reg: Reg,
 }
 
@@ -347,6 +351,7 @@ fn args() -> Result<Args, String> {
         model_dir: None,
         separate: false,
         no_prior: false,
+        with_history: false,
         reg: REG,
     };
     let mut it = std::env::args().skip(1);
@@ -365,6 +370,7 @@ fn args() -> Result<Args, String> {
             "--model-dir" => a.model_dir = Some(value()?),
             "--separate" => a.separate = true,
             "--no-prior" => a.no_prior = true,
+            "--with-history" => a.with_history = true,
             "--research-l2" => {
                 let v = value()?;
                 a.reg.research = v
@@ -398,7 +404,7 @@ fn load(a: &Args) -> Result<(Data, Store), String> {
         cases
             .iter()
             .filter(|c| c.split() == name)
-            .map(|c| store.row(&c.state(), c.label, 1.0, c.id.clone()))
+            .map(|c| store.row(&c.state(), None, c.label, 1.0, c.id.clone()))
             .collect()
     };
     let (train, dev, test) = (split("train"), split("dev"), split("test"));
@@ -410,9 +416,24 @@ fn load(a: &Args) -> Result<(Data, Store), String> {
             if *d != repo {
                 tuning.push(s.session.clone());
             }
+            // `--with-history`: the session's whole uncompacted tail beside the 500-token
+            // state, as a model that remembered the session would see it.
+            let whole = turn_cases(&s, &CharsPerToken, usize::MAX / 4);
             let rows = turn_cases(&s, &CharsPerToken, DEFAULT_STATE_BUDGET_TOKENS)
                 .iter()
-                .map(|t| store.row(&t.state, t.expect.pivot, 1.0, format!("turn {}", t.turn)))
+                .map(|t| {
+                    let history = whole
+                        .iter()
+                        .find(|w| w.turn == t.turn && a.with_history)
+                        .map(|w| &w.state.turns[..w.state.turns.len() - 1]);
+                    store.row(
+                        &t.state,
+                        history,
+                        t.expect.pivot,
+                        1.0,
+                        format!("turn {}", t.turn),
+                    )
+                })
                 .collect();
             sessions.push((s.session.clone(), rows));
         }
@@ -442,6 +463,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if a.write && a.with_history {
+        eprintln!("--write with --with-history: the engine sends the 500-token window only");
+        return ExitCode::from(2);
+    }
     let (data, _store) = match load(&a) {
         Ok(d) => d,
         Err(e) => {
@@ -459,8 +484,8 @@ fn main() -> ExitCode {
     }
     let emb = if a.separate { separate_x } else { embedding_x };
     eprintln!(
-        "penalties {:?}, separate blocks {}, research prior {}",
-        a.reg, a.separate, !a.no_prior
+        "penalties {:?}, separate blocks {}, research prior {}, history beyond the window {}",
+        a.reg, a.separate, !a.no_prior, a.with_history
     );
     report(
         "embedding model, leave-one-session-out",

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
-use compaction_core::DecisionState;
+use compaction_core::{DecisionState, StateTurn};
 use decision_client::embedding::features::{features, has_table, last_sentence};
 use decision_client::embedding::head;
 use decision_client::embedding::{Encoder, QUERY_TOKENS, REPLY_TOKENS, StateVectors, TurnVectors};
@@ -106,7 +106,13 @@ impl Store {
         }
     }
 
-    pub(crate) fn state(&mut self, state: &DecisionState) -> StateVectors {
+    /// The vectors of `state`; `history` holds every earlier turn of the session (the
+    /// model's memory of it), `None` when nothing beyond the state is known.
+    pub(crate) fn state(
+        &mut self,
+        state: &DecisionState,
+        history: Option<&[StateTurn]>,
+    ) -> StateVectors {
         let turns = if state.turns.is_empty() {
             decision_client::eval::state_from_markdown(
                 &state.earlier_discussion,
@@ -127,6 +133,11 @@ impl Store {
             .iter()
             .map(|t| turn(&t.user, &t.assistant))
             .collect();
+        let history = history
+            .unwrap_or_default()
+            .iter()
+            .map(|t| turn(&t.user, &t.assistant))
+            .collect();
         let latest_v = turn(&latest.user, &latest.assistant);
         let latest_tail = match last_sentence(&latest.user) {
             Some(tail) => self.vector(tail, QUERY_TOKENS),
@@ -134,6 +145,7 @@ impl Store {
         };
         StateVectors {
             earlier,
+            history,
             latest: latest_v,
             latest_tail,
             previous_table: turns
@@ -143,9 +155,16 @@ impl Store {
         }
     }
 
-    pub(crate) fn row(&mut self, state: &DecisionState, y: bool, w: f64, name: String) -> Row {
+    pub(crate) fn row(
+        &mut self,
+        state: &DecisionState,
+        history: Option<&[StateTurn]>,
+        y: bool,
+        w: f64,
+        name: String,
+    ) -> Row {
         let lexical = Features::of(state);
-        let v = self.state(state);
+        let v = self.state(state, history);
         let x = features(&v, &lexical);
         Row {
             shipped: (

@@ -61,6 +61,12 @@ pub fn has_table(text: &str) -> bool {
 pub struct StateVectors {
     /// Earlier turns, oldest first.
     pub earlier: Vec<TurnVectors>,
+    /// Every earlier turn the model knows of, oldest first, when it knows more than the
+    /// state's window (`earlier` is then its tail); empty otherwise, and always empty in
+    /// production (the engine sends the 500-token window only). The similarities read it
+    /// instead of `earlier` when it is longer: the fit's `--with-history` experiment
+    /// measures what a wider memory would give (docs/DECISION-QUALITY.md).
+    pub history: Vec<TurnVectors>,
     /// The latest turn.
     pub latest: TurnVectors,
     /// The latest query's last sentence (the query itself when it has one sentence).
@@ -150,13 +156,18 @@ fn flag(b: bool) -> f64 {
 /// The similarities of meaning of a state, in [`SIMILARITY_NAMES`] order.
 pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
     let q = &v.latest.query;
-    let n = v.earlier.len();
-    let unit = &v.earlier[n.saturating_sub(UNIT_TURNS)..];
-    let older = &v.earlier[..n.saturating_sub(UNIT_TURNS)];
+    let known = if v.history.len() > v.earlier.len() {
+        &v.history
+    } else {
+        &v.earlier
+    };
+    let n = known.len();
+    let unit = &known[n.saturating_sub(UNIT_TURNS)..];
+    let older = &known[..n.saturating_sub(UNIT_TURNS)];
     let wholes: Vec<Vec<f32>> = unit.iter().map(TurnVectors::whole).collect();
     let unit_centroid = centroid(wholes.iter().map(Vec::as_slice));
     let unit_replies = centroid(unit.iter().map(|t| t.reply.as_slice()));
-    let (previous, prev_shift, prev_recap) = match v.earlier.split_last() {
+    let (previous, prev_shift, prev_recap) = match known.split_last() {
         Some((prev, before)) => {
             let before = &before[before.len().saturating_sub(UNIT_TURNS)..];
             let wholes: Vec<Vec<f32>> = before.iter().map(TurnVectors::whole).collect();
@@ -265,6 +276,23 @@ mod tests {
         centroid([v])
     }
 
+    /// Three orthogonal unit vectors.
+    fn axes() -> [Vec<f32>; 3] {
+        [
+            unit(&[1.0, 0.0, 0.0]),
+            unit(&[0.0, 1.0, 0.0]),
+            unit(&[0.0, 0.0, 1.0]),
+        ]
+    }
+
+    /// A turn whose query and reply are both `v`.
+    fn turn(v: &[f32]) -> TurnVectors {
+        TurnVectors {
+            query: v.to_vec(),
+            reply: v.to_vec(),
+        }
+    }
+
     #[test]
     fn one_name_per_feature_in_two_blocks() {
         let names = feature_names();
@@ -303,16 +331,11 @@ mod tests {
     /// and a return to an older turn shows as a gain.
     #[test]
     fn similarities_follow_the_vectors() {
-        let a = unit(&[1.0, 0.0, 0.0]);
-        let b = unit(&[0.0, 1.0, 0.0]);
-        let c = unit(&[0.0, 0.0, 1.0]);
-        let turn = |v: &Vec<f32>| TurnVectors {
-            query: v.clone(),
-            reply: v.clone(),
-        };
+        let [a, b, c] = axes();
         let earlier = vec![turn(&c), turn(&a), turn(&a), turn(&a)];
         let state = |q: &Vec<f32>| StateVectors {
             earlier: earlier.clone(),
+            history: Vec::new(),
             latest: turn(q),
             latest_tail: q.clone(),
             previous_table: false,
@@ -334,5 +357,31 @@ mod tests {
         assert_eq!(stay_research[..N_BASE], stay_research[N_BASE..2 * N_BASE]);
         assert_eq!(stay_research[..N_BASE], stay[..N_BASE]);
         assert_eq!(stay_research[N_FEATURES - 1], 1.0);
+    }
+
+    /// With a history longer than the window, the unit and the older turns come from it: a
+    /// return to a turn outside the window shows; without one nothing changes.
+    #[test]
+    fn history_beyond_the_window_makes_a_return_visible() {
+        let [a, b, c] = axes();
+        let at = |name: &str| SIMILARITY_NAMES.iter().position(|n| *n == name).unwrap();
+        let window = StateVectors {
+            earlier: vec![turn(&b)],
+            history: Vec::new(),
+            latest: turn(&c),
+            latest_tail: c.clone(),
+            previous_table: false,
+        };
+        let remembered = StateVectors {
+            history: vec![turn(&c), turn(&a), turn(&b), turn(&b), turn(&b)],
+            ..window.clone()
+        };
+        let short = StateVectors {
+            history: vec![turn(&b)],
+            ..window.clone()
+        };
+        assert_eq!(similarities(&window)[at("return_gain")], 0.0);
+        assert!(similarities(&remembered)[at("return_gain")] > 0.99);
+        assert_eq!(similarities(&short), similarities(&window));
     }
 }

@@ -7,7 +7,9 @@
 //! The encoder is loaded on the first probe, never when the model is built: the post-turn
 //! fast exit never probes, so it never loads the model. Each text is embedded once: the
 //! vectors are cached in memory by text (a `serve` process keeps every session's turns;
-//! the cache is bounded by [`CACHE_ENTRIES`]), so a probe embeds only the latest turn. The
+//! the cache is bounded by [`CACHE_ENTRIES`]), so a probe embeds only the latest turn; the
+//! factory also keeps them in the user cache directory (`…/adaptive-compaction/vectors/`),
+//! so a one-shot `compaction evaluate` process embeds only the turns no earlier one did. The
 //! query is embedded whole (up to 256 tokens), a reply's first [`REPLY_TOKENS`] tokens.
 //!
 //! Without the feature only [`files`] (where the files are; `cargo xtask fetch-model`
@@ -17,6 +19,8 @@
 //! Download, read the network, or fail open itself: a file that cannot be loaded is an
 //! [`AdapterError`] and the engine fails open and says so.
 
+#[cfg(feature = "embedding")]
+pub(crate) mod disk;
 #[cfg(feature = "embedding")]
 pub mod encoder;
 #[cfg(feature = "eval")]

@@ -1,8 +1,11 @@
 //! The embedding model as a [`DecisionModel`]: the encoder loaded on the first probe, and
-//! every text's vector cached in memory.
+//! every text's vector cached in memory and, with a vector directory, on disk for the next
+//! process ([`super::disk`]).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
@@ -11,6 +14,7 @@ use compaction_core::{
     AdapterError, DecisionAnswer, DecisionModel, DecisionState, ModelInfo, ProbeRequest,
 };
 
+use super::disk::DiskVectors;
 use super::encoder::Encoder;
 use super::features::{self, StateVectors, TurnVectors};
 use super::files::{ModelDir, ModelFileError};
@@ -19,10 +23,13 @@ use super::{CACHE_ENTRIES, MODEL_NAME, QUERY_TOKENS, REPLY_TOKENS, probability};
 /// Vectors by (hash of the text, tokens embedded).
 type Vectors = HashMap<(u64, usize), Arc<[f32]>>;
 
-/// Vectors by text, computed once.
+/// Vectors by text, computed once: in memory, and in a directory when one is given.
 #[derive(Debug, Default)]
 pub struct VectorCache {
     map: Mutex<Vectors>,
+    disk: Option<DiskVectors>,
+    /// Texts the encoder embedded through this cache (neither in memory nor on disk).
+    embedded: AtomicUsize,
 }
 
 fn key(text: &str, max_tokens: usize) -> (u64, usize) {
@@ -32,6 +39,19 @@ fn key(text: &str, max_tokens: usize) -> (u64, usize) {
 }
 
 impl VectorCache {
+    /// A cache that also keeps every vector in `dir` and reads the vectors kept there.
+    pub fn in_dir(dir: PathBuf) -> VectorCache {
+        VectorCache {
+            disk: Some(DiskVectors::new(dir)),
+            ..VectorCache::default()
+        }
+    }
+
+    /// The directory vectors are kept in, if any.
+    pub fn dir(&self) -> Option<&Path> {
+        self.disk.as_ref().map(DiskVectors::dir)
+    }
+
     /// The vector of `text`'s first `max_tokens` tokens, embedded by `encoder` unless cached.
     pub fn vector(
         &self,
@@ -43,7 +63,18 @@ impl VectorCache {
         if let Some(v) = self.lock().get(&k) {
             return Ok(v.clone());
         }
-        let v: Arc<[f32]> = encoder.embed(text, max_tokens)?.into();
+        let kept = self.disk.as_ref().and_then(|d| d.get(text, max_tokens));
+        let v: Arc<[f32]> = match kept {
+            Some(v) => v.into(),
+            None => {
+                let v = encoder.embed(text, max_tokens)?;
+                self.embedded.fetch_add(1, Ordering::Relaxed);
+                if let Some(disk) = &self.disk {
+                    disk.put(text, max_tokens, &v);
+                }
+                v.into()
+            }
+        };
         let mut map = self.lock();
         if map.len() >= CACHE_ENTRIES {
             map.clear();
@@ -52,7 +83,13 @@ impl VectorCache {
         Ok(v)
     }
 
-    /// Vectors held.
+    /// Texts the encoder embedded through this cache: those found neither in memory nor in
+    /// the directory (the test seam of "no turn is embedded twice").
+    pub fn embedded(&self) -> usize {
+        self.embedded.load(Ordering::Relaxed)
+    }
+
+    /// Vectors held in memory.
     pub fn len(&self) -> usize {
         self.lock().len()
     }
@@ -92,6 +129,7 @@ pub fn state_vectors(
     };
     Ok(StateVectors {
         earlier: earlier.iter().map(turn).collect::<Result<_, _>>()?,
+        history: Vec::new(),
         latest: latest_vectors,
         latest_tail,
         previous_table: earlier
@@ -140,9 +178,26 @@ impl EmbeddingModel {
         self.encoder.get().is_some()
     }
 
-    /// The vectors cached so far.
+    /// The model keeping every turn's vector in `dir` and reading those kept there by
+    /// earlier processes (the one-shot `compaction evaluate`).
+    pub fn with_vector_dir(mut self, dir: PathBuf) -> EmbeddingModel {
+        self.cache = VectorCache::in_dir(dir);
+        self
+    }
+
+    /// The directory vectors are kept in, if any.
+    pub fn vector_dir(&self) -> Option<&Path> {
+        self.cache.dir()
+    }
+
+    /// The vectors cached in memory so far.
     pub fn cached_vectors(&self) -> usize {
         self.cache.len()
+    }
+
+    /// Texts this model has embedded (found neither in memory nor in the vector directory).
+    pub fn embedded_texts(&self) -> usize {
+        self.cache.embedded()
     }
 
     /// The encoder, loading it on first use.
