@@ -106,6 +106,8 @@
 #[cfg(feature = "sqlite")]
 pub mod adk;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod adk_append;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod adk_outline;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod adk_shape;

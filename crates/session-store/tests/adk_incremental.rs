@@ -59,6 +59,9 @@ enum Step {
     /// Another session's 5,000 rows appended to the file (the next read goes through the
     /// session's index instead of the file's rowid range).
     Other,
+    /// The other sessions deleted (ADK's `delete_session`): the file's newest rows go, and the
+    /// session's next rows take their rowids, below the last read's frontier.
+    DropOther,
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -71,6 +74,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Scoped),
         1 => Just(Step::Late),
         1 => Just(Step::Other),
+        1 => Just(Step::DropOther),
     ]
 }
 
@@ -131,17 +135,11 @@ impl Writer {
                     .with_scope(format!("p{}", i % 2)),
             ],
             Step::Other => {
-                let conn = Connection::open(path).unwrap();
-                conn.execute_batch(&format!(
-                    "INSERT OR IGNORE INTO sessions SELECT app_name, 'other', id, state, \
-                     create_time, update_time FROM sessions; \
-                     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000) \
-                     INSERT INTO events (id, app_name, user_id, session_id, invocation_id, \
-                     timestamp, event_data) SELECT 'o{i}-' || n.i, e.app_name, 'other', \
-                     e.session_id, e.invocation_id, e.timestamp, e.event_data FROM n, \
-                     (SELECT * FROM events WHERE rowid = (SELECT max(rowid) FROM events)) e;"
-                ))
-                .unwrap();
+                append_other_session(path, i, 5_000);
+                return;
+            }
+            Step::DropOther => {
+                drop_other_sessions(path);
                 return;
             }
             Step::Late => {
@@ -217,6 +215,104 @@ proptest! {
             prop_assert_eq!(snapshot, whole.gate_snapshot(&key()).unwrap());
             prop_assert_eq!(run.scoped_user_messages(&key()).unwrap(), scoped_user_messages(&all));
         }
+    }
+}
+
+/// Deletes every session but [`key`]'s, with its rows, as ADK's `delete_session` does.
+fn drop_other_sessions(path: &Path) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(
+        "PRAGMA foreign_keys = ON; \
+         DELETE FROM events WHERE user_id = 'other'; \
+         DELETE FROM sessions WHERE user_id = 'other';",
+    )
+    .unwrap();
+}
+
+/// Appends another session's `rows` rows to the file (copies of its newest row, ids tagged
+/// `tag`).
+fn append_other_session(path: &Path, tag: usize, rows: usize) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(&format!(
+        "INSERT OR IGNORE INTO sessions SELECT app_name, 'other', id, state, \
+         create_time, update_time FROM sessions; \
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows}) \
+         INSERT INTO events (id, app_name, user_id, session_id, invocation_id, \
+         timestamp, event_data) SELECT 'o{tag}-' || n.i, e.app_name, 'other', \
+         e.session_id, e.invocation_id, e.timestamp, e.event_data FROM n, \
+         (SELECT * FROM events WHERE rowid = (SELECT max(rowid) FROM events)) e;"
+    ))
+    .unwrap();
+}
+
+/// The live tail a run continuing the state directory's checkpoint reads equals a whole read's.
+fn assert_tail_as_whole(path: &Path, state: &Path) {
+    let continued = open(path, Some(state)).load_live_tail(&key()).unwrap();
+    let whole = open(path, None).load_live_tail(&key()).unwrap();
+    assert_eq!(continued.events, whole.events);
+    assert_eq!(continued.revision, whole.revision);
+}
+
+/// A read's checkpoint remembers the file's newest row (another session's), so that the next
+/// read looks only above it. When that session is deleted, SQLite numbers the session's next
+/// rows from its own greatest rowid again, below the remembered row: the next read sees that
+/// the row is gone and looks above the session's own greatest rowid instead.
+#[test]
+fn rows_numbered_below_the_last_reads_newest_row_are_read() {
+    for ddl in [DATABASE_DDL, SQLITE_DDL] {
+        let dir = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let path = adk_file(dir.path(), ddl);
+        let store = open(&path, None);
+        store.create_session(&key(), Map::new()).unwrap();
+        let mut f = EventFactory::starting_at(now().ceil() + 1.0);
+        let mut revision = store.revision(&key()).unwrap();
+        let mut append = |events: Vec<Event>| {
+            for e in events {
+                revision = store.append_event(&key(), revision, &e).unwrap();
+            }
+        };
+        append(f.conversational_turn("inv1", "q1", "a1"));
+        append_other_session(&path, 0, 10);
+        assert_tail_as_whole(&path, state.path());
+        drop_other_sessions(&path);
+        append(f.conversational_turn("inv2", "q2", "a2"));
+        assert_tail_as_whole(&path, state.path());
+        let tail = open(&path, Some(state.path()))
+            .load_live_tail(&key())
+            .unwrap();
+        assert_eq!(tail.events.len(), 4, "{:?}", tail.events);
+    }
+}
+
+/// Once rowid `i64::MAX` is taken SQLite numbers new rows at random, below the session's known
+/// rows as likely as above them: a read then outlines the whole session.
+#[test]
+fn rows_numbered_at_random_after_the_greatest_rowid_are_read() {
+    for ddl in [DATABASE_DDL, SQLITE_DDL] {
+        let dir = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let path = adk_file(dir.path(), ddl);
+        let store = open(&path, None);
+        store.create_session(&key(), Map::new()).unwrap();
+        let mut f = EventFactory::starting_at(now().ceil() + 1.0);
+        let mut revision = store.revision(&key()).unwrap();
+        for e in f.conversational_turn("inv1", "q1", "a1") {
+            revision = store.append_event(&key(), revision, &e).unwrap();
+        }
+        append_other_session(&path, 0, 1);
+        Connection::open(&path)
+            .unwrap()
+            .execute(
+                "UPDATE events SET rowid = 9223372036854775807 WHERE user_id = 'other'",
+                [],
+            )
+            .unwrap();
+        assert_tail_as_whole(&path, state.path());
+        for e in f.conversational_turn("inv2", "q2", "a2") {
+            revision = store.append_event(&key(), revision, &e).unwrap();
+        }
+        assert_tail_as_whole(&path, state.path());
     }
 }
 

@@ -52,8 +52,10 @@
 
 mod detect;
 mod outline;
+mod read;
 mod schema;
 pub(crate) mod store;
+mod write;
 
 pub(crate) use detect::foreign_schema;
 pub use detect::{Layout, detect_layout};
