@@ -263,7 +263,7 @@ impl AdkStore {
 
     /// The user messages of the session that ADK's Runner filed inside a pipeline scope (see
     /// [`ScopedUserMessages`]: a scope no `finish_task` closed), from one outline read, or
-    /// without one after this store's own append ([`crate::tail_memo`]).
+    /// without one after this store's own append (`crate::tail_memo`).
     pub fn scoped_user_messages(
         &self,
         key: &SessionKey,

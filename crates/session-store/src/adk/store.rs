@@ -1,5 +1,7 @@
 //! [`AdkStore`]: compaction-core's `SessionStore` port over an existing Google ADK sessions
-//! database, read and written in ADK's own shapes.
+//! database, read and written in ADK's own shapes. This module opens the file (layout, damage
+//! check, connection) and names what goes wrong; the reads are `read` and `outline`, the writes
+//! `write`. It never changes ADK's schema or journal mode.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -109,7 +109,7 @@ impl AdkPostgresStore {
     }
 
     /// Connects with `options`: `options.schema` names the schema holding ADK's tables;
-    /// [`PostgresAccess::ReadOnly`] makes every transaction read-only (the other modes are
+    /// [`PostgresAccess::ReadOnly`](crate::postgres::PostgresAccess::ReadOnly) makes every transaction read-only (the other modes are
     /// the same here: this store never creates anything). A database without ADK's schema v1
     /// tables there is refused before anything is written.
     pub async fn connect_with(

@@ -145,7 +145,7 @@ impl AdkPostgresStore {
     }
 
     /// The user messages ADK's Runner filed inside a pipeline scope no `finish_task` closed:
-    /// known without a read after this store's own append ([`crate::tail_memo`]).
+    /// known without a read after this store's own append (`crate::tail_memo`).
     pub async fn scoped_user_messages(
         &self,
         key: &SessionKey,
