@@ -245,12 +245,49 @@ fn append_other_session(path: &Path, tag: usize, rows: usize) {
     .unwrap();
 }
 
-/// The live tail a run continuing the state directory's checkpoint reads equals a whole read's.
-fn assert_tail_as_whole(path: &Path, state: &Path) {
-    let continued = open(path, Some(state)).load_live_tail(&key()).unwrap();
-    let whole = open(path, None).load_live_tail(&key()).unwrap();
-    assert_eq!(continued.events, whole.events);
-    assert_eq!(continued.revision, whole.revision);
+/// An ADK file of `ddl` with [`key`]'s session, appended to as ADK's process would, and a
+/// state directory for the runs.
+struct OneSession {
+    _dir: tempfile::TempDir,
+    state: tempfile::TempDir,
+    path: PathBuf,
+    writer: AdkStore,
+    factory: EventFactory,
+}
+
+impl OneSession {
+    fn new(ddl: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = adk_file(dir.path(), ddl);
+        let writer = open(&path, None);
+        writer.create_session(&key(), Map::new()).unwrap();
+        OneSession {
+            _dir: dir,
+            state: tempfile::tempdir().unwrap(),
+            path,
+            writer,
+            factory: EventFactory::starting_at(now().ceil() + 1.0),
+        }
+    }
+
+    fn turn(&mut self, inv: &str) {
+        let mut revision = self.writer.revision(&key()).unwrap();
+        for e in self.factory.conversational_turn(inv, "q", "a") {
+            revision = self.writer.append_event(&key(), revision, &e).unwrap();
+        }
+    }
+
+    /// A run continuing the state directory's checkpoint reads the live tail a whole read does;
+    /// returns how many events it holds.
+    fn tail_as_whole(&self) -> usize {
+        let continued = open(&self.path, Some(self.state.path()))
+            .load_live_tail(&key())
+            .unwrap();
+        let whole = open(&self.path, None).load_live_tail(&key()).unwrap();
+        assert_eq!(continued.events, whole.events);
+        assert_eq!(continued.revision, whole.revision);
+        continued.events.len()
+    }
 }
 
 /// A read's checkpoint remembers the file's newest row (another session's), so that the next
@@ -260,59 +297,34 @@ fn assert_tail_as_whole(path: &Path, state: &Path) {
 #[test]
 fn rows_numbered_below_the_last_reads_newest_row_are_read() {
     for ddl in [DATABASE_DDL, SQLITE_DDL] {
-        let dir = tempfile::tempdir().unwrap();
-        let state = tempfile::tempdir().unwrap();
-        let path = adk_file(dir.path(), ddl);
-        let store = open(&path, None);
-        store.create_session(&key(), Map::new()).unwrap();
-        let mut f = EventFactory::starting_at(now().ceil() + 1.0);
-        let mut revision = store.revision(&key()).unwrap();
-        let mut append = |events: Vec<Event>| {
-            for e in events {
-                revision = store.append_event(&key(), revision, &e).unwrap();
-            }
-        };
-        append(f.conversational_turn("inv1", "q1", "a1"));
-        append_other_session(&path, 0, 10);
-        assert_tail_as_whole(&path, state.path());
-        drop_other_sessions(&path);
-        append(f.conversational_turn("inv2", "q2", "a2"));
-        assert_tail_as_whole(&path, state.path());
-        let tail = open(&path, Some(state.path()))
-            .load_live_tail(&key())
-            .unwrap();
-        assert_eq!(tail.events.len(), 4, "{:?}", tail.events);
+        let mut adk = OneSession::new(ddl);
+        adk.turn("inv1");
+        append_other_session(&adk.path, 0, 10);
+        assert_eq!(adk.tail_as_whole(), 2);
+        drop_other_sessions(&adk.path);
+        adk.turn("inv2");
+        assert_eq!(adk.tail_as_whole(), 4);
     }
 }
 
-/// Once rowid `i64::MAX` is taken SQLite numbers new rows at random, below the session's known
-/// rows as likely as above them: a read then outlines the whole session.
+/// Once rowid `i64::MAX` is taken SQLite numbers new rows at random, so they may lie below the
+/// last read's newest row (that one): a read then outlines the whole session.
 #[test]
 fn rows_numbered_at_random_after_the_greatest_rowid_are_read() {
     for ddl in [DATABASE_DDL, SQLITE_DDL] {
-        let dir = tempfile::tempdir().unwrap();
-        let state = tempfile::tempdir().unwrap();
-        let path = adk_file(dir.path(), ddl);
-        let store = open(&path, None);
-        store.create_session(&key(), Map::new()).unwrap();
-        let mut f = EventFactory::starting_at(now().ceil() + 1.0);
-        let mut revision = store.revision(&key()).unwrap();
-        for e in f.conversational_turn("inv1", "q1", "a1") {
-            revision = store.append_event(&key(), revision, &e).unwrap();
-        }
-        append_other_session(&path, 0, 1);
-        Connection::open(&path)
+        let mut adk = OneSession::new(ddl);
+        adk.turn("inv1");
+        append_other_session(&adk.path, 0, 1);
+        Connection::open(&adk.path)
             .unwrap()
             .execute(
                 "UPDATE events SET rowid = 9223372036854775807 WHERE user_id = 'other'",
                 [],
             )
             .unwrap();
-        assert_tail_as_whole(&path, state.path());
-        for e in f.conversational_turn("inv2", "q2", "a2") {
-            revision = store.append_event(&key(), revision, &e).unwrap();
-        }
-        assert_tail_as_whole(&path, state.path());
+        assert_eq!(adk.tail_as_whole(), 2);
+        adk.turn("inv2");
+        assert_eq!(adk.tail_as_whole(), 4);
     }
 }
 
