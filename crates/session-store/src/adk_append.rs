@@ -67,11 +67,6 @@ impl<'a> AdkAppend<'a> {
         })
     }
 
-    /// The event's timestamp in epoch seconds.
-    pub(crate) fn seconds(&self) -> f64 {
-        self.event.timestamp.seconds()
-    }
-
     /// Refuses the append unless the session exists at revision `expected` (`actual`, its
     /// stored `update_time`) and the event is strictly later: ADK's `update_time` is its latest
     /// event's timestamp, so that an ADK process holding the old session sees it moved on.

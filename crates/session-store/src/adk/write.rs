@@ -99,7 +99,7 @@ impl AdkStore {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.sqlite_error(op))?;
         plan.check(self.read_revision(&tx, key)?, expected)?;
-        let time = self.time_value(plan.micros, plan.seconds());
+        let time = self.time_value(plan.micros, event.timestamp.seconds());
         let inserted = tx.execute(
             "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, event_data) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
