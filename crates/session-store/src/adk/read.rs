@@ -229,14 +229,7 @@ impl AdkStore {
         key: &SessionKey,
     ) -> Result<(Session, Option<u64>, ScopedUserMessages), SessionStoreError> {
         self.read_session(key, |conn, revision, state| {
-            let tail = self.tail_at(conn, key, revision)?;
-            let session = Session {
-                key: key.clone(),
-                state,
-                events: tail.events,
-                revision,
-            };
-            Ok((session, tail.prompt_tokens, tail.scoped))
+            Ok(self.tail_at(conn, key, revision)?.into_session(state))
         })
     }
 
