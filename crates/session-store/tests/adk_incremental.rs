@@ -328,6 +328,24 @@ fn rows_numbered_at_random_after_the_greatest_rowid_are_read() {
     }
 }
 
+/// The file's newest row may be another program's with a value that is not text (here a blob
+/// event id): the session's reads go on, as a whole read answers.
+#[test]
+fn a_newest_row_holding_no_text_does_not_stop_the_sessions_reads() {
+    for ddl in [DATABASE_DDL, SQLITE_DDL] {
+        let mut adk = OneSession::new(ddl);
+        adk.turn("inv1");
+        append_other_session(&adk.path, 0, 1);
+        Connection::open(&adk.path)
+            .unwrap()
+            .execute("UPDATE events SET id = x'ff00' WHERE user_id = 'other'", [])
+            .unwrap();
+        assert_eq!(adk.tail_as_whole(), 2);
+        adk.turn("inv2");
+        assert_eq!(adk.tail_as_whole(), 4);
+    }
+}
+
 /// `turns` research turns, an engine-style rolling compaction of all but the last two, then two
 /// more turns, in a `DatabaseSessionService` file; the writer keeps nothing.
 fn compacted_file(dir: &Path, turns: usize) -> PathBuf {

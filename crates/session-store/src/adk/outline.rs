@@ -69,6 +69,16 @@ impl Column {
     }
 }
 
+/// A column value as text, whatever it holds (another program's row need not hold text).
+fn lossy_text(value: ValueRef<'_>) -> String {
+    match value {
+        ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
+        ValueRef::Integer(i) => i.to_string(),
+        ValueRef::Real(x) => x.to_string(),
+        ValueRef::Null => String::new(),
+    }
+}
+
 /// Where an SQLite read resumes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Resume {
@@ -277,12 +287,15 @@ impl AdkStore {
         )
         .and_then(|mut stmt| {
             stmt.query_row([], |row| {
+                // A value that is not text is kept as text: it then only fails `is_there`, and
+                // the read falls back to the session's own greatest rowid.
+                let text = |i| row.get_ref(i).map(lossy_text);
                 Ok(FileRow {
                     rowid: row.get(0)?,
-                    id: row.get(1)?,
-                    app_name: row.get(2)?,
-                    user_id: row.get(3)?,
-                    session_id: row.get(4)?,
+                    id: text(1)?,
+                    app_name: text(2)?,
+                    user_id: text(3)?,
+                    session_id: text(4)?,
                 })
             })
             .optional()
