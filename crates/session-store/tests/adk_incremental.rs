@@ -311,34 +311,32 @@ fn rows_numbered_below_the_last_reads_newest_row_are_read() {
 /// last read's newest row (that one): a read then outlines the whole session.
 #[test]
 fn rows_numbered_at_random_after_the_greatest_rowid_are_read() {
-    for ddl in [DATABASE_DDL, SQLITE_DDL] {
-        let mut adk = OneSession::new(ddl);
-        adk.turn("inv1");
-        append_other_session(&adk.path, 0, 1);
-        Connection::open(&adk.path)
-            .unwrap()
-            .execute(
-                "UPDATE events SET rowid = 9223372036854775807 WHERE user_id = 'other'",
-                [],
-            )
-            .unwrap();
-        assert_eq!(adk.tail_as_whole(), 2);
-        adk.turn("inv2");
-        assert_eq!(adk.tail_as_whole(), 4);
-    }
+    reads_answer_as_a_whole_read_under_a_newest_row_changed_by(
+        "UPDATE events SET rowid = 9223372036854775807 WHERE user_id = 'other'",
+    );
 }
 
 /// The file's newest row may be another program's with a value that is not text (here a blob
 /// event id): the session's reads go on, as a whole read answers.
 #[test]
 fn a_newest_row_holding_no_text_does_not_stop_the_sessions_reads() {
+    reads_answer_as_a_whole_read_under_a_newest_row_changed_by(
+        "UPDATE events SET id = x'ff00' WHERE user_id = 'other'",
+    );
+}
+
+/// In both layouts: a turn, another session's row on top of the file changed by `sql`, a run
+/// (which keeps its checkpoint, that row its newest), another turn, a run: each run reads the
+/// live tail a whole read does (two events, then four).
+#[track_caller]
+fn reads_answer_as_a_whole_read_under_a_newest_row_changed_by(sql: &str) {
     for ddl in [DATABASE_DDL, SQLITE_DDL] {
         let mut adk = OneSession::new(ddl);
         adk.turn("inv1");
         append_other_session(&adk.path, 0, 1);
         Connection::open(&adk.path)
             .unwrap()
-            .execute("UPDATE events SET id = x'ff00' WHERE user_id = 'other'", [])
+            .execute(sql, [])
             .unwrap();
         assert_eq!(adk.tail_as_whole(), 2);
         adk.turn("inv2");
