@@ -4,15 +4,15 @@
 //! ADK event as JSON plus the indexed columns the queries need) in one SQLite file, and
 //! implements compaction-core's [`SessionStore`](compaction_core::SessionStore) port:
 //!
-//! - **append** ([`SqliteStore::append_event`]): one immediate transaction per event, with
+//! - **append** ([`blocking::SqliteStore::append_event`]): one immediate transaction per event, with
 //!   optimistic concurrency: the caller names the revision it read and gets
 //!   [`SessionStoreError::Stale`] when another writer (thread or process) moved the session
 //!   on. Revisions count appends: gap-free, +1 each.
-//! - **the envelope gate's header** ([`SqliteStore::header`]): completed turns since the live
+//! - **the envelope gate's header** ([`blocking::SqliteStore::header`]): completed turns since the live
 //!   compaction and the latest coordinator prompt token count (spec 7.1: unscoped events only),
 //!   kept current on every append so that the fast exit reads one row. It always equals
 //!   `compaction_core::gate_input` of the whole history (the `header` module says how).
-//! - **the next prompt's context** ([`SqliteStore::load_context`]): the live compaction plus the
+//! - **the next prompt's context** ([`blocking::SqliteStore::load_context`]): the live compaction plus the
 //!   events around its range, found through indexes, so its cost does not grow with the
 //!   session. It always equals `compaction_core::assemble_context` of the whole history.
 //!
@@ -20,11 +20,11 @@
 //! Google ADK sessions database; [`detect_layout`] tells which kind a file is. The native
 //! store refuses to open an ADK file ([`SessionStoreError::ForeignDatabase`]).
 //!
-//! With the cargo feature `postgres`, [`PostgresStore`](crate::postgres::PostgresStore)
-//! (module [`postgres`](crate::postgres)) implements the same port with the same design on a
+//! With the cargo feature `postgres`, [`PostgresStore`]
+//! (module [`postgres`]) implements the same port with the same design on a
 //! PostgreSQL database shared by several service replicas, and
-//! [`AdkPostgresStore`](crate::postgres::AdkPostgresStore) operates on Google ADK's own
-//! `DatabaseSessionService` tables on PostgreSQL ([`detect_postgres_layout`](crate::postgres::detect_postgres_layout)
+//! [`AdkPostgresStore`] operates on Google ADK's own
+//! `DatabaseSessionService` tables on PostgreSQL ([`detect_postgres_layout`]
 //! tells them apart).
 //!
 //! # Rewinds
@@ -105,6 +105,8 @@
 
 #[cfg(feature = "sqlite")]
 pub mod adk;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod adk_append;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod adk_outline;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

@@ -82,6 +82,7 @@ pub(crate) fn write<T: Serialize>(path: &Path, key: &str, value: &T) {
 }
 
 /// Removes the entry at `path` (a damaged file's check record).
+#[cfg(feature = "sqlite")]
 pub(crate) fn forget(path: &Path) {
     let _ = std::fs::remove_file(path);
 }

@@ -15,7 +15,10 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use compaction_core::{Event, Revision, ScopedUserMessages, SessionKey, scoped_user_messages};
+use compaction_core::{
+    Event, Revision, ScopedUserMessages, Session, SessionKey, scoped_user_messages,
+};
+use serde_json::{Map, Value};
 
 /// What one outline read found, for one revision of one session.
 #[derive(Debug, Clone)]
@@ -28,6 +31,23 @@ pub(crate) struct Tail {
     pub(crate) prompt_tokens: Option<u64>,
     /// The user messages filed inside a scope.
     pub(crate) scoped: ScopedUserMessages,
+}
+
+impl Tail {
+    /// The session with this tail as its events and `state`, with the tail's prompt tokens and
+    /// scope warning: what a live-tail read returns.
+    pub(crate) fn into_session(
+        self,
+        state: Map<String, Value>,
+    ) -> (Session, Option<u64>, ScopedUserMessages) {
+        let session = Session {
+            key: self.key,
+            state,
+            events: self.events,
+            revision: self.revision,
+        };
+        (session, self.prompt_tokens, self.scoped)
+    }
 }
 
 /// What the memo keeps: the last read's answer, and the revision its scope warning is

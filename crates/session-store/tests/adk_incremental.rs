@@ -59,6 +59,9 @@ enum Step {
     /// Another session's 5,000 rows appended to the file (the next read goes through the
     /// session's index instead of the file's rowid range).
     Other,
+    /// The other sessions deleted (ADK's `delete_session`): the file's newest rows go, and the
+    /// session's next rows take their rowids, below the last read's frontier.
+    DropOther,
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -71,6 +74,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Scoped),
         1 => Just(Step::Late),
         1 => Just(Step::Other),
+        1 => Just(Step::DropOther),
     ]
 }
 
@@ -131,17 +135,11 @@ impl Writer {
                     .with_scope(format!("p{}", i % 2)),
             ],
             Step::Other => {
-                let conn = Connection::open(path).unwrap();
-                conn.execute_batch(&format!(
-                    "INSERT OR IGNORE INTO sessions SELECT app_name, 'other', id, state, \
-                     create_time, update_time FROM sessions; \
-                     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000) \
-                     INSERT INTO events (id, app_name, user_id, session_id, invocation_id, \
-                     timestamp, event_data) SELECT 'o{i}-' || n.i, e.app_name, 'other', \
-                     e.session_id, e.invocation_id, e.timestamp, e.event_data FROM n, \
-                     (SELECT * FROM events WHERE rowid = (SELECT max(rowid) FROM events)) e;"
-                ))
-                .unwrap();
+                append_other_session(path, i, 5_000);
+                return;
+            }
+            Step::DropOther => {
+                drop_other_sessions(path);
                 return;
             }
             Step::Late => {
@@ -217,6 +215,132 @@ proptest! {
             prop_assert_eq!(snapshot, whole.gate_snapshot(&key()).unwrap());
             prop_assert_eq!(run.scoped_user_messages(&key()).unwrap(), scoped_user_messages(&all));
         }
+    }
+}
+
+/// Deletes every session but [`key`]'s, with its rows, as ADK's `delete_session` does.
+fn drop_other_sessions(path: &Path) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(
+        "PRAGMA foreign_keys = ON; \
+         DELETE FROM events WHERE user_id = 'other'; \
+         DELETE FROM sessions WHERE user_id = 'other';",
+    )
+    .unwrap();
+}
+
+/// Appends another session's `rows` rows to the file (copies of its newest row, ids tagged
+/// `tag`).
+fn append_other_session(path: &Path, tag: usize, rows: usize) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(&format!(
+        "INSERT OR IGNORE INTO sessions SELECT app_name, 'other', id, state, \
+         create_time, update_time FROM sessions; \
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows}) \
+         INSERT INTO events (id, app_name, user_id, session_id, invocation_id, \
+         timestamp, event_data) SELECT 'o{tag}-' || n.i, e.app_name, 'other', \
+         e.session_id, e.invocation_id, e.timestamp, e.event_data FROM n, \
+         (SELECT * FROM events WHERE rowid = (SELECT max(rowid) FROM events)) e;"
+    ))
+    .unwrap();
+}
+
+/// An ADK file of `ddl` with [`key`]'s session, appended to as ADK's process would, and a
+/// state directory for the runs.
+struct OneSession {
+    _dir: tempfile::TempDir,
+    state: tempfile::TempDir,
+    path: PathBuf,
+    writer: AdkStore,
+    factory: EventFactory,
+}
+
+impl OneSession {
+    fn new(ddl: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = adk_file(dir.path(), ddl);
+        let writer = open(&path, None);
+        writer.create_session(&key(), Map::new()).unwrap();
+        OneSession {
+            _dir: dir,
+            state: tempfile::tempdir().unwrap(),
+            path,
+            writer,
+            factory: EventFactory::starting_at(now().ceil() + 1.0),
+        }
+    }
+
+    fn turn(&mut self, inv: &str) {
+        let mut revision = self.writer.revision(&key()).unwrap();
+        for e in self.factory.conversational_turn(inv, "q", "a") {
+            revision = self.writer.append_event(&key(), revision, &e).unwrap();
+        }
+    }
+
+    /// A run continuing the state directory's checkpoint reads the live tail a whole read does;
+    /// returns how many events it holds.
+    fn tail_as_whole(&self) -> usize {
+        let continued = open(&self.path, Some(self.state.path()))
+            .load_live_tail(&key())
+            .unwrap();
+        let whole = open(&self.path, None).load_live_tail(&key()).unwrap();
+        assert_eq!(continued.events, whole.events);
+        assert_eq!(continued.revision, whole.revision);
+        continued.events.len()
+    }
+}
+
+/// A read's checkpoint remembers the file's newest row (another session's), so that the next
+/// read looks only above it. When that session is deleted, SQLite numbers the session's next
+/// rows from its own greatest rowid again, below the remembered row: the next read sees that
+/// the row is gone and looks above the session's own greatest rowid instead.
+#[test]
+fn rows_numbered_below_the_last_reads_newest_row_are_read() {
+    for ddl in [DATABASE_DDL, SQLITE_DDL] {
+        let mut adk = OneSession::new(ddl);
+        adk.turn("inv1");
+        append_other_session(&adk.path, 0, 10);
+        assert_eq!(adk.tail_as_whole(), 2);
+        drop_other_sessions(&adk.path);
+        adk.turn("inv2");
+        assert_eq!(adk.tail_as_whole(), 4);
+    }
+}
+
+/// Once rowid `i64::MAX` is taken SQLite numbers new rows at random, so they may lie below the
+/// last read's newest row (that one): a read then outlines the whole session.
+#[test]
+fn rows_numbered_at_random_after_the_greatest_rowid_are_read() {
+    reads_answer_as_a_whole_read_under_a_newest_row_changed_by(
+        "UPDATE events SET rowid = 9223372036854775807 WHERE user_id = 'other'",
+    );
+}
+
+/// The file's newest row may be another program's with a value that is not text (here a blob
+/// event id): the session's reads go on, as a whole read answers.
+#[test]
+fn a_newest_row_holding_no_text_does_not_stop_the_sessions_reads() {
+    reads_answer_as_a_whole_read_under_a_newest_row_changed_by(
+        "UPDATE events SET id = x'ff00' WHERE user_id = 'other'",
+    );
+}
+
+/// In both layouts: a turn, another session's row on top of the file changed by `sql`, a run
+/// (which keeps its checkpoint, that row its newest), another turn, a run: each run reads the
+/// live tail a whole read does (two events, then four).
+#[track_caller]
+fn reads_answer_as_a_whole_read_under_a_newest_row_changed_by(sql: &str) {
+    for ddl in [DATABASE_DDL, SQLITE_DDL] {
+        let mut adk = OneSession::new(ddl);
+        adk.turn("inv1");
+        append_other_session(&adk.path, 0, 1);
+        Connection::open(&adk.path)
+            .unwrap()
+            .execute(sql, [])
+            .unwrap();
+        assert_eq!(adk.tail_as_whole(), 2);
+        adk.turn("inv2");
+        assert_eq!(adk.tail_as_whole(), 4);
     }
 }
 

@@ -4,7 +4,7 @@
 //! (`sqlite+aiosqlite:///…`, schema v1) or `SqliteSessionService` (`adk web`'s
 //! `.adk/session.db`). [`detect_layout`] tells the layouts apart (and this crate's native
 //! store, and ADK's legacy v0 layout, which is refused naming `adk migrate session`);
-//! [`AdkStore`] loads sessions and appends compaction events in the exact shape ADK honours
+//! [`AdkStore`](crate::AdkStore) loads sessions and appends compaction events in the exact shape ADK honours
 //! (author `user`, a fresh invocation id, no content, `actions.compaction`, engine data only in
 //! `custom_metadata`), with ADK's optimistic-concurrency revision (`sessions.update_time`)
 //! checked and bumped in the same `BEGIN IMMEDIATE` transaction.
@@ -23,7 +23,7 @@
 //!   Appends with an unknown `actions` key, a non-empty `state_delta` (ADK would merge it into
 //!   the state; this store does not) or a partial event are refused.
 //! - **State rows.** `DatabaseSessionService` requires the `app_states` / `user_states` rows
-//!   on append; [`AdkStore::create_session`] writes them. `SqliteSessionService` neither
+//!   on append; [`AdkStore::create_session`](crate::blocking::AdkStore::create_session) writes them. `SqliteSessionService` neither
 //!   writes nor needs them.
 //! - **Order and time.** Events load by `timestamp`, ties broken by `id`
 //!   (`DatabaseSessionService`) or insertion order (`SqliteSessionService`); the JSON
@@ -36,7 +36,7 @@
 //! (`outline`, by rowid; `crate::adk_outline` says what is carried and why it is exact), kept
 //! in memory and in the state directory (`crate::state_dir`), so a run's cost follows the new
 //! rows, not the session. The answer is kept with the session's revision
-//! ([`crate::tail_memo`]), so the gate, the live tail and the scope warning of one evaluation
+//! (`crate::tail_memo`), so the gate, the live tail and the scope warning of one evaluation
 //! read once. The whole-file check runs on the interval the state directory records
 //! (`crate::integrity::verify_recorded`); between checks SQLite checks every page a run touches.
 //!
@@ -47,13 +47,15 @@
 //! (`compaction_core::rolling_tail_positions`), and the engine's plan folds them all into one
 //! summary whose range starts at the earliest start, so that afterwards ADK renders one.
 //! `compaction_core::adk_prompt_context` is ADK's rendering, for `compaction inspect`.
-//! [`AdkStore::scoped_user_messages`] finds user messages ADK's Runner filed inside a pipeline
+//! [`AdkStore::scoped_user_messages`](crate::blocking::AdkStore::scoped_user_messages) finds user messages ADK's Runner filed inside a pipeline
 //! scope that no `finish_task` closed.
 
 mod detect;
 mod outline;
+mod read;
 mod schema;
 pub(crate) mod store;
+mod write;
 
 pub(crate) use detect::foreign_schema;
 pub use detect::{Layout, detect_layout};

@@ -1,31 +1,37 @@
 //! [`AdkStore`]'s outline read, incremental by SQLite's rowid (issue 29 item 2).
 //!
 //! ADK's `events` table is a rowid table that ADK only ever inserts into (a deleted session takes
-//! all its rows), so the rows appended since a read are the session's rows with a greater rowid
-//! than every row that read saw: `rowid > ?` is a range seek on the table's own b-tree, whatever
-//! the session's length. A read continues its [`Checkpoint`] (kept in memory for `compaction
-//! serve`, and in the state directory for the one-shot `evaluate`) when
-//! - the row with the checkpoint's greatest rowid is still that session's event of that id (a
-//!   vacuumed file renumbers rowids, a deleted and re-created session has other rows);
+//! all its rows), and SQLite numbers a new row one past the table's greatest rowid (at random
+//! only once rowid `i64::MAX` is taken). So while a row a read saw is still there, every row
+//! inserted since has a greater rowid. A read keeps two such rows in its [`Checkpoint`] (kept in
+//! memory for `compaction serve`, and in the state directory for the one-shot `evaluate`): the
+//! session's row with the greatest rowid, and the file's (the *frontier*: every row up to it was
+//! in the read's snapshot, so the session's later rows lie above it). A read continues the
+//! checkpoint when
+//! - the session's row is still that session's event of that id (a vacuumed file renumbers
+//!   rowids, a deleted and re-created session has other rows), and no rowid is `i64::MAX`;
 //! - every new row sorts after the last known one in ADK's order (timestamp, then `id` or
 //!   insertion), so the known rows keep their positions;
 //! - no new row rewinds, and the checkpoint's whole read is younger than a day;
 //!
-//! and otherwise outlines the whole session, as before. The new rows are read by the rowid range
-//! (`NOT INDEXED`: a seek on the table's b-tree) when at most [`MAX_ROWID_RANGE`] rows were
-//! appended to the whole file since, else through the session's index (ADK's `(app_name,
-//! user_id, session_id, …)` index or primary key), which holds the rowid, so that the older
-//! entries are passed over in the index: the cost is the smaller of the rows appended to the
-//! file since the session's last read and the session's index entries (a few ms at 50,000;
-//! docs/BENCHMARKS.md), never the session's rows themselves.
+//! and otherwise outlines the whole session, as before. The new rows are the session's rows above
+//! the frontier when the frontier row is still the same row (its event id and session), else
+//! (the file's newest rows were deleted since, so new rows may have taken their numbers) above
+//! the session's own greatest rowid. They are read by the rowid range (`NOT INDEXED`: a seek on
+//! the table's b-tree) when at most [`MAX_ROWID_RANGE`] rows of the file lie above that bound,
+//! else through the session's index (ADK's `(app_name, user_id, session_id, …)` index or primary
+//! key), which holds the rowid, so that the older entries are passed over in the index: the cost
+//! is the smaller of the rows appended to the file since the session's last read and the
+//! session's index entries, never the session's rows themselves (docs/BENCHMARKS.md).
 
 use compaction_core::{Event, Revision, SessionKey, scoped_user_messages};
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
+use super::read::EventRow;
 use super::schema::{self, AdkFlavor};
-use super::store::{AdkStore, EventRow};
+use super::store::AdkStore;
 use crate::adk_outline::{Checkpoint, KEPT_IN_MEMORY, Outlines, fresh};
 use crate::error::SessionStoreError;
 use crate::tail_memo::Tail;
@@ -63,6 +69,16 @@ impl Column {
     }
 }
 
+/// A column value as text, whatever it holds (another program's row need not hold text).
+fn lossy_text(value: ValueRef<'_>) -> String {
+    match value {
+        ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
+        ValueRef::Integer(i) => i.to_string(),
+        ValueRef::Real(x) => x.to_string(),
+        ValueRef::Null => String::new(),
+    }
+}
+
 /// Where an SQLite read resumes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Resume {
@@ -72,6 +88,34 @@ pub(crate) struct Resume {
     /// The last known row in ADK's order: its `timestamp` column and `id`.
     last_timestamp: Column,
     last_id: String,
+    /// The file's row with the greatest rowid when the read ran (`None` in an empty file, and
+    /// in a checkpoint an older build kept).
+    #[serde(default)]
+    frontier: Option<FileRow>,
+}
+
+/// One row of the `events` table, by rowid and what it holds: the same row as long as all of it
+/// matches (ADK never updates an event; an event id is unique in its session).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct FileRow {
+    rowid: i64,
+    id: String,
+    app_name: String,
+    user_id: String,
+    session_id: String,
+}
+
+impl FileRow {
+    /// `key`'s event `id` at `rowid`.
+    fn of(rowid: i64, id: &str, key: &SessionKey) -> Self {
+        FileRow {
+            rowid,
+            id: id.to_owned(),
+            app_name: key.app_name.clone(),
+            user_id: key.user_id.clone(),
+            session_id: key.session_id.clone(),
+        }
+    }
 }
 
 impl Resume {
@@ -102,9 +146,15 @@ impl AdkStore {
         revision: Revision,
     ) -> Result<Tail, SessionStoreError> {
         let now = crate::row::now_seconds();
-        let continued = match self.checkpoint(key).filter(|c| fresh(c.whole_read_at, now)) {
+        let newest = self.newest_row(conn, key)?;
+        // Once rowid `i64::MAX` is taken SQLite numbers new rows at random: no rowid bound holds.
+        let in_order = newest.as_ref().is_none_or(|row| row.rowid < i64::MAX);
+        let checkpoint = self
+            .checkpoint(key)
+            .filter(|c| in_order && fresh(c.whole_read_at, now));
+        let continued = match checkpoint {
             Some(checkpoint) if self.still_fits(conn, key, &checkpoint)? => {
-                self.outline_new_rows(conn, key, checkpoint)?
+                self.outline_new_rows(conn, key, checkpoint, newest.as_ref())?
             }
             _ => None,
         };
@@ -112,6 +162,11 @@ impl AdkStore {
             Some(read) => read,
             None => self.outline_whole(conn, key, now)?,
         };
+        // Every row up to the file's newest was in this read's snapshot.
+        let resume = resume.map(|resume| Resume {
+            frontier: newest.filter(|_| in_order),
+            ..resume
+        });
         let positions = |indexes: Vec<usize>| -> Vec<(usize, String)> {
             indexes
                 .into_iter()
@@ -188,27 +243,82 @@ impl AdkStore {
         key: &SessionKey,
         checkpoint: &SqliteCheckpoint,
     ) -> Result<bool, SessionStoreError> {
-        let op = || format!("checking what is known of session {key}");
         let resume = &checkpoint.resume;
+        self.is_there(
+            conn,
+            key,
+            &FileRow::of(resume.max_rowid, &resume.max_rowid_id, key),
+        )
+    }
+
+    /// True when `row` is still in the file, all of it at its rowid.
+    fn is_there(
+        &self,
+        conn: &Connection,
+        key: &SessionKey,
+        row: &FileRow,
+    ) -> Result<bool, SessionStoreError> {
+        let op = || format!("checking what is known of session {key}");
         conn.prepare_cached(
             "SELECT 1 FROM events WHERE rowid = ?1 AND id = ?2 \
              AND app_name = ?3 AND user_id = ?4 AND session_id = ?5",
         )
         .and_then(|mut stmt| {
             stmt.query_row(
-                params![
-                    resume.max_rowid,
-                    resume.max_rowid_id,
-                    key.app_name,
-                    key.user_id,
-                    key.session_id
-                ],
+                params![row.rowid, row.id, row.app_name, row.user_id, row.session_id],
                 |_| Ok(()),
             )
             .optional()
         })
         .map(|found| found.is_some())
         .map_err(self.sqlite_error(op))
+    }
+
+    /// The file's row with the greatest rowid (a seek to the end of the table's b-tree).
+    fn newest_row(
+        &self,
+        conn: &Connection,
+        key: &SessionKey,
+    ) -> Result<Option<FileRow>, SessionStoreError> {
+        let op = || format!("reading the newest row of the file for session {key}");
+        conn.prepare_cached(
+            "SELECT rowid, id, app_name, user_id, session_id FROM events \
+             ORDER BY rowid DESC LIMIT 1",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_row([], |row| {
+                // A value that is not text is kept as text: it then only fails `is_there`, and
+                // the read falls back to the session's own greatest rowid.
+                let text = |i| row.get_ref(i).map(lossy_text);
+                Ok(FileRow {
+                    rowid: row.get(0)?,
+                    id: text(1)?,
+                    app_name: text(2)?,
+                    user_id: text(3)?,
+                    session_id: text(4)?,
+                })
+            })
+            .optional()
+        })
+        .map_err(self.sqlite_error(op))
+    }
+
+    /// The rowid above which the session's rows are new: the checkpoint's frontier while that
+    /// row is still there (no row was numbered below it since), else the session's own greatest.
+    fn new_rows_above(
+        &self,
+        conn: &Connection,
+        key: &SessionKey,
+        resume: &Resume,
+    ) -> Result<i64, SessionStoreError> {
+        match &resume.frontier {
+            Some(frontier)
+                if frontier.rowid > resume.max_rowid && self.is_there(conn, key, frontier)? =>
+            {
+                Ok(frontier.rowid)
+            }
+            _ => Ok(resume.max_rowid),
+        }
     }
 
     /// The outlines continuing `checkpoint` with the rows appended since, or `None` when they do
@@ -218,14 +328,16 @@ impl AdkStore {
         conn: &Connection,
         key: &SessionKey,
         checkpoint: SqliteCheckpoint,
+        newest: Option<&FileRow>,
     ) -> Result<Option<(Outlines, usize, Option<Resume>)>, SessionStoreError> {
         let op = || format!("reading the new events of session {key}");
         let resume = &checkpoint.resume;
+        let above = self.new_rows_above(conn, key, resume)?;
         let mut bound: Vec<SqlValue> = vec![
             SqlValue::Text(key.app_name.clone()),
             SqlValue::Text(key.user_id.clone()),
             SqlValue::Text(key.session_id.clone()),
-            SqlValue::Integer(resume.max_rowid),
+            SqlValue::Integer(above),
             resume.last_timestamp.sql(),
         ];
         // A new row sorting before the last known one would move the known rows' positions.
@@ -244,11 +356,7 @@ impl AdkStore {
         // appended to the file since (other sessions' included), else by the session's index
         // (`+rowid` keeps the planner off the rowid range; the index holds the rowid, so rows
         // before the range are passed over in the index without reading them).
-        let file_max: Option<i64> = conn
-            .prepare_cached("SELECT max(rowid) FROM events")
-            .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
-            .map_err(self.sqlite_error(op))?;
-        let appended = file_max.unwrap_or(0).saturating_sub(resume.max_rowid);
+        let appended = newest.map_or(0, |row| row.rowid).saturating_sub(above);
         let (table, rowid) = if appended <= MAX_ROWID_RANGE {
             ("events NOT INDEXED", "rowid")
         } else {
@@ -299,6 +407,7 @@ impl AdkStore {
                     max_rowid_id: id.clone(),
                     last_timestamp: timestamp,
                     last_id: id.clone(),
+                    frontier: None,
                 }),
                 (None, None) => None,
             };

@@ -35,15 +35,16 @@
 
 use async_trait::async_trait;
 use compaction_core::{
-    Event, GateSnapshot, Revision, Session, SessionKey, SessionStore, StoreError, Timestamp,
+    Event, GateSnapshot, Revision, Session, SessionKey, SessionStore, StoreError,
 };
 use deadpool_postgres::Transaction;
 use serde_json::{Map, Value};
 use tokio_postgres::IsolationLevel;
 use tokio_postgres::error::SqlState;
 
+use crate::adk_append::AdkAppend;
 use crate::adk_shape::{
-    self, RowProblem, format_datetime_micros, parse_datetime_micros, seconds_to_micros,
+    RowProblem, format_datetime_micros, parse_datetime_micros, seconds_to_micros,
 };
 use crate::error::SessionStoreError;
 use crate::postgres::adk_detect::{PostgresLayout, classify};
@@ -108,7 +109,7 @@ impl AdkPostgresStore {
     }
 
     /// Connects with `options`: `options.schema` names the schema holding ADK's tables;
-    /// [`PostgresAccess::ReadOnly`] makes every transaction read-only (the other modes are
+    /// [`PostgresAccess::ReadOnly`](crate::postgres::PostgresAccess::ReadOnly) makes every transaction read-only (the other modes are
     /// the same here: this store never creates anything). A database without ADK's schema v1
     /// tables there is refused before anything is written.
     pub async fn connect_with(
@@ -459,26 +460,7 @@ impl AdkPostgresStore {
         expected: Revision,
         event: &Event,
     ) -> Result<Revision, SessionStoreError> {
-        if let Some(reason) = adk_shape::refusal(event) {
-            return Err(SessionStoreError::AdkUnsupportedEvent {
-                path: self.db.path(),
-                key: Box::new(key.clone()),
-                event_id: event.id.clone(),
-                reason,
-            });
-        }
-        let seconds = event.timestamp.seconds();
-        let new_micros =
-            seconds_to_micros(seconds).ok_or_else(|| SessionStoreError::AdkUnsupportedEvent {
-                path: self.db.path(),
-                key: Box::new(key.clone()),
-                event_id: event.id.clone(),
-                reason: format!("timestamp {seconds} is out of range"),
-            })?;
-        let body = serde_json::to_string(event).map_err(|e| {
-            self.db
-                .serialize_error(key, format!("event {:?}", event.id), e)
-        })?;
+        let plan = AdkAppend::new(self.db.path(), key, event)?;
         let op = || format!("appending event {:?} to session {key}", event.id);
         let op: Operation<'_> = &op;
         let mut client = self.db.client(op).await?;
@@ -487,28 +469,8 @@ impl AdkPostgresStore {
             // A row lock held by another transaction (ADK mid-append) is waited for at most
             // the pool's `lock_timeout` (`PostgresOptions`, 5 s as SQLite's busy timeout):
             // then the run ends `store_locked`.
-            let Some(actual) = self.lock_revision(&tx, key, op).await? else {
-                return Err(self.db.not_found(key));
-            };
-            if actual != expected {
-                return Err(SessionStoreError::Stale {
-                    path: self.db.path(),
-                    key: key.clone(),
-                    expected,
-                    actual,
-                });
-            }
-            // ADK's update_time is its latest event's timestamp: timestamps strictly increase.
-            if new_micros <= 0 || new_micros.unsigned_abs() <= actual.0 {
-                return Err(SessionStoreError::NonIncreasingTimestamp {
-                    path: self.db.path(),
-                    key: Box::new(key.clone()),
-                    event_id: event.id.clone(),
-                    latest: Timestamp::new(actual.0 as f64 / 1e6).unwrap_or(Timestamp::EPOCH),
-                    offered: event.timestamp,
-                });
-            }
-            let time = format_datetime_micros(new_micros);
+            plan.check(self.lock_revision(&tx, key, op).await?, expected)?;
+            let time = format_datetime_micros(plan.micros);
             let inserted = tx
                 .execute(
                     "INSERT INTO events \
@@ -521,18 +483,14 @@ impl AdkPostgresStore {
                         &key.session_id,
                         &event.invocation_id,
                         &time,
-                        &body,
+                        &plan.body,
                     ],
                 )
                 .await;
             match inserted {
                 Ok(_) => {}
                 Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-                    return Err(SessionStoreError::DuplicateEvent {
-                        path: self.db.path(),
-                        key: key.clone(),
-                        event_id: event.id.clone(),
-                    });
+                    return Err(plan.duplicate());
                 }
                 Err(e) => return Err(self.db.pg(op)(e)),
             }
@@ -544,7 +502,7 @@ impl AdkPostgresStore {
             .await
             .map_err(self.db.pg(op))?;
             tx.commit().await.map_err(self.db.pg(op))?;
-            Ok(Revision(new_micros.unsigned_abs()))
+            Ok(plan.revision())
         }
         .await;
         self.db.release(client, &result);

@@ -59,28 +59,147 @@ pub async fn detect_postgres_layout(
     result
 }
 
-/// `(table, column, data type)` of ADK's tables in `adk_schema`.
-async fn adk_columns(
+/// `(table, column, data type)` of ADK's tables in one schema.
+struct AdkColumns(Vec<(String, String, String)>);
+
+impl AdkColumns {
+    /// The columns of ADK's tables in `adk_schema`.
+    async fn read(
+        probe: &PostgresStore,
+        client: &Object,
+        adk_schema: &str,
+        op: Operation<'_>,
+    ) -> Result<Self, SessionStoreError> {
+        client
+            .query(
+                "SELECT table_name::text, column_name::text, data_type::text \
+                 FROM information_schema.columns WHERE table_schema = $1 \
+                 AND table_name IN ('adk_internal_metadata', 'sessions', 'events')",
+                &[&adk_schema],
+            )
+            .await
+            .map_err(probe.pg(op))?
+            .iter()
+            .map(|r| {
+                let text = |i| probe.column::<String>(r, i, op);
+                Ok((text(0)?, text(1)?, text(2)?))
+            })
+            .collect::<Result<_, _>>()
+            .map(AdkColumns)
+    }
+
+    /// The data type of `table.name`, when there is such a column.
+    fn column(&self, table: &str, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(t, c, _)| t == table && c == name)
+            .map(|(_, _, ty)| ty.as_str())
+    }
+
+    fn has_table(&self, table: &str) -> bool {
+        self.0.iter().any(|(t, _, _)| t == table)
+    }
+
+    /// What a schema without `adk_internal_metadata` is: empty, ADK's legacy v0 layout, or
+    /// tables of the same names that are not ADK's.
+    fn without_metadata(
+        &self,
+        probe: &PostgresStore,
+        adk_schema: &str,
+    ) -> Result<PostgresLayout, SessionStoreError> {
+        if !(self.has_table("sessions") && self.has_table("events")) {
+            return Ok(PostgresLayout::Empty);
+        }
+        if self.column("events", "actions").is_some()
+            && self.column("events", "event_data").is_none()
+        {
+            return Err(SessionStoreError::AdkLegacySchema { path: probe.path() });
+        }
+        Err(not_adk(
+            probe,
+            format!(
+                "schema {adk_schema} holds tables sessions and events but no adk_internal_metadata"
+            ),
+        ))
+    }
+
+    /// Refuses columns whose types are not those ADK's `DatabaseSessionService` creates on
+    /// PostgreSQL (the ones this store reads and writes as such).
+    fn check_types(&self, probe: &PostgresStore) -> Result<(), SessionStoreError> {
+        for (table, name, wanted) in [
+            ("sessions", "update_time", "timestamp without time zone"),
+            ("sessions", "state", "jsonb"),
+            ("events", "timestamp", "timestamp without time zone"),
+            ("events", "event_data", "jsonb"),
+        ] {
+            match self.column(table, name) {
+                Some(ty) if ty == wanted => {}
+                found => {
+                    return Err(not_adk(
+                        probe,
+                        format!(
+                            "{table}.{name} is {}, expected {wanted} as ADK's \
+                             DatabaseSessionService creates it on PostgreSQL",
+                            found.unwrap_or("missing")
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn not_adk(probe: &PostgresStore, detail: String) -> SessionStoreError {
+    SessionStoreError::NotAdkDatabase {
+        path: probe.path(),
+        detail,
+    }
+}
+
+/// True when `native_schema` holds this crate's native store.
+async fn holds_native(
     probe: &PostgresStore,
     client: &Object,
-    adk_schema: &str,
+    native_schema: &str,
     op: Operation<'_>,
-) -> Result<Vec<(String, String, String)>, SessionStoreError> {
-    client
-        .query(
-            "SELECT table_name::text, column_name::text, data_type::text \
-             FROM information_schema.columns WHERE table_schema = $1 \
-             AND table_name IN ('adk_internal_metadata', 'sessions', 'events')",
-            &[&adk_schema],
+) -> Result<bool, SessionStoreError> {
+    let native = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.tables \
+             WHERE table_schema = $1 AND table_name = 'schema_version')",
+            &[&native_schema],
+        )
+        .await
+        .map_err(probe.pg(op))?;
+    probe.column(&native, 0, op)
+}
+
+/// Refuses an `adk_internal_metadata` that does not say schema version 1.
+async fn check_version(
+    probe: &PostgresStore,
+    client: &Object,
+    op: Operation<'_>,
+) -> Result<(), SessionStoreError> {
+    let version: Option<String> = client
+        .query_opt(
+            "SELECT value::text FROM adk_internal_metadata WHERE key = 'schema_version'",
+            &[],
         )
         .await
         .map_err(probe.pg(op))?
-        .iter()
-        .map(|r| {
-            let text = |i| probe.column::<String>(r, i, op);
-            Ok((text(0)?, text(1)?, text(2)?))
-        })
-        .collect()
+        .map(|r| probe.column(&r, 0, op))
+        .transpose()?;
+    match version.as_deref() {
+        Some("1") => Ok(()),
+        Some("0") => Err(SessionStoreError::AdkLegacySchema { path: probe.path() }),
+        other => Err(not_adk(
+            probe,
+            format!(
+                "adk_internal_metadata says schema_version {other:?}; this build reads version 1"
+            ),
+        )),
+    }
 }
 
 /// Classifies the database: the native store in `native_schema` (when given) first, then ADK's
@@ -93,77 +212,17 @@ pub(crate) async fn classify(
 ) -> Result<PostgresLayout, SessionStoreError> {
     let op = || "detecting the layout of the database".to_owned();
     let op: Operation<'_> = &op;
-    if let Some(native_schema) = native_schema {
-        let native = client
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM information_schema.tables \
-                 WHERE table_schema = $1 AND table_name = 'schema_version')",
-                &[&native_schema],
-            )
-            .await
-            .map_err(probe.pg(op))?;
-        if probe.column(&native, 0, op)? {
-            return Ok(PostgresLayout::Native);
-        }
+    if let Some(native_schema) = native_schema
+        && holds_native(probe, client, native_schema, op).await?
+    {
+        return Ok(PostgresLayout::Native);
     }
-    let columns = adk_columns(probe, client, adk_schema, op).await?;
-    let column = |table: &str, name: &str| {
-        columns
-            .iter()
-            .find(|(t, c, _)| t == table && c == name)
-            .map(|(_, _, ty)| ty.as_str())
-    };
-    let has_table = |table: &str| columns.iter().any(|(t, _, _)| t == table);
-    let not_adk = |detail: String| SessionStoreError::NotAdkDatabase {
-        path: probe.path(),
-        detail,
-    };
-    if has_table("adk_internal_metadata") {
-        let version: Option<String> = client
-            .query_opt(
-                "SELECT value::text FROM adk_internal_metadata WHERE key = 'schema_version'",
-                &[],
-            )
-            .await
-            .map_err(probe.pg(op))?
-            .map(|r| probe.column(&r, 0, op))
-            .transpose()?;
-        match version.as_deref() {
-            Some("1") => {}
-            Some("0") => return Err(SessionStoreError::AdkLegacySchema { path: probe.path() }),
-            other => {
-                return Err(not_adk(format!(
-                    "adk_internal_metadata says schema_version {other:?}; this build reads version 1"
-                )));
-            }
-        }
-    } else if has_table("sessions") && has_table("events") {
-        if column("events", "actions").is_some() && column("events", "event_data").is_none() {
-            return Err(SessionStoreError::AdkLegacySchema { path: probe.path() });
-        }
-        return Err(not_adk(format!(
-            "schema {adk_schema} holds tables sessions and events but no adk_internal_metadata"
-        )));
-    } else {
-        return Ok(PostgresLayout::Empty);
+    let columns = AdkColumns::read(probe, client, adk_schema, op).await?;
+    if !columns.has_table("adk_internal_metadata") {
+        return columns.without_metadata(probe, adk_schema);
     }
-    for (table, name, wanted) in [
-        ("sessions", "update_time", "timestamp without time zone"),
-        ("sessions", "state", "jsonb"),
-        ("events", "timestamp", "timestamp without time zone"),
-        ("events", "event_data", "jsonb"),
-    ] {
-        match column(table, name) {
-            Some(ty) if ty == wanted => {}
-            found => {
-                return Err(not_adk(format!(
-                    "{table}.{name} is {}, expected {wanted} as ADK's DatabaseSessionService \
-                     creates it on PostgreSQL",
-                    found.unwrap_or("missing")
-                )));
-            }
-        }
-    }
+    check_version(probe, client, op).await?;
+    columns.check_types(probe)?;
     Ok(PostgresLayout::AdkDatabase)
 }
 

@@ -27,14 +27,7 @@ impl AdkPostgresStore {
         key: &SessionKey,
     ) -> Result<(Session, Option<u64>, ScopedUserMessages), SessionStoreError> {
         self.read(key, async |tx, revision, state| {
-            let tail = self.tail_at(tx, key, revision).await?;
-            let session = Session {
-                key: key.clone(),
-                state,
-                events: tail.events,
-                revision,
-            };
-            Ok((session, tail.prompt_tokens, tail.scoped))
+            Ok(self.tail_at(tx, key, revision).await?.into_session(state))
         })
         .await
     }
@@ -145,7 +138,7 @@ impl AdkPostgresStore {
     }
 
     /// The user messages ADK's Runner filed inside a pipeline scope no `finish_task` closed:
-    /// known without a read after this store's own append ([`crate::tail_memo`]).
+    /// known without a read after this store's own append (`crate::tail_memo`).
     pub async fn scoped_user_messages(
         &self,
         key: &SessionKey,
