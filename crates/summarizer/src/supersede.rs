@@ -39,8 +39,8 @@ use crate::findings;
 pub(crate) const MIN_SHARED_WORDS: usize = 2;
 /// Sentences after a value-less announcement of an error that it covers.
 pub(crate) const ANNOUNCED_SPAN: usize = 3;
-/// A sentence that would correct claims of more topics than this by restating their values
-/// is a recap (the lines of one topic that state the same claim count once).
+/// A sentence that would correct more claims than this by restating their values is a recap
+/// (the lines that state the same claim count once).
 pub(crate) const MAX_SWAP_TARGETS: usize = 2;
 /// A value stated in this many topics is a label, not a disputed value.
 pub(crate) const LABEL_TOPICS: usize = 3;
@@ -417,25 +417,36 @@ pub(crate) fn supersessions(claims: &[Claim<'_>], turn: &NewTurn) -> Vec<Superse
             first_correction(claim.text, &sentences, &context).map(|(j, s)| (i, j, s))
         })
         .collect();
-    // A sentence that restates the claims of many topics is a recap, not a correction of one
-    // of them; the lines of one topic (a bullet, a table row, a synthesis line) that state
-    // the same claim are one target.
-    let mut swaps_by: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+    // A sentence that restates many claims is a recap, not a correction of one of them. The
+    // lines that state one claim (a bullet, a table row, a synthesis line) are one target:
+    // the lines whose values shared with the sentence another target's include.
+    let mut swaps_by: BTreeMap<usize, BTreeSet<BTreeSet<String>>> = BTreeMap::new();
     for (i, j, swap) in &found {
         if *swap {
-            swaps_by.entry(*j).or_default().insert(claims[*i].topic);
+            let shared = values(claims[*i].text)
+                .intersection(&sentences[*j].values)
+                .cloned()
+                .collect();
+            swaps_by.entry(*j).or_default().insert(shared);
         }
     }
     found
         .into_iter()
         .filter(|(_, j, swap)| {
-            !swap || swaps_by.get(j).map_or(0, BTreeSet::len) <= MAX_SWAP_TARGETS
+            !swap || swaps_by.get(j).map_or(0, distinct_claims) <= MAX_SWAP_TARGETS
         })
         .map(|(claim, j, _)| Supersession {
             claim,
             by: correction_text(claims[claim].text, &sentences, j, turn.answer.len()),
         })
         .collect()
+}
+
+/// How many claims sets of shared values stand for: a set another includes is the same claim.
+fn distinct_claims(sets: &BTreeSet<BTreeSet<String>>) -> usize {
+    sets.iter()
+        .filter(|a| !sets.iter().any(|b| b != *a && a.is_subset(b)))
+        .count()
 }
 
 /// A sentence that affirms what it states and names no error.
@@ -841,8 +852,8 @@ mod tests {
     }
 
     #[test]
-    fn one_claim_stated_on_several_lines_of_a_topic_is_corrected_on_each() {
-        // A bullet, a table row and a synthesis line of one topic state the same wrong claim.
+    fn one_claim_stated_on_several_lines_is_corrected_on_each() {
+        // A bullet, a table row and a synthesis line state the same wrong claim.
         let lines = [
             "- Spring hive density: 12.5 and 19.0 colonies per km² on the survey grid.",
             "- Survey grid — spring density: 12.5; peak density: 19.0 colonies per km²",
@@ -861,7 +872,7 @@ mod tests {
             .map(|s| s.claim)
             .collect();
         assert_eq!(found, [0, 1, 2]);
-        // The same sentence restating claims of three topics is a recap: nothing goes.
+        // The same sentence restating three different claims is a recap: nothing goes.
         let spread = [
             "- Grid A held 12.5 and 19.0 colonies per km².",
             "- Grid B held 7.25 and 3.5 colonies per km².",
