@@ -41,7 +41,7 @@ pub(crate) const MIN_SHARED_WORDS: usize = 2;
 pub(crate) const ANNOUNCED_SPAN: usize = 3;
 /// A sentence that would correct more claims than this by restating their values is a recap
 /// (the lines that state the same claim count once).
-pub(crate) const MAX_SWAP_TARGETS: usize = 2;
+pub(crate) const MAX_SWAP_TARGETS: usize = 1;
 /// A value stated in this many topics is a label, not a disputed value.
 pub(crate) const LABEL_TOPICS: usize = 3;
 
