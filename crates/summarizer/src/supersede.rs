@@ -180,14 +180,25 @@ pub(crate) fn affirms(sentence: &str) -> bool {
     AFFIRM.is_match(sentence)
 }
 
-/// The values a sentence negates or calls wrong.
+/// The values a sentence negates or calls wrong. The year of a source the sentence cites is
+/// not one (`I re-read Quint et al. 2020 and my figure was wrong`).
 pub(crate) fn negated_values(sentence: &str) -> BTreeSet<String> {
+    let years: BTreeSet<String> = citation::extract(sentence)
+        .into_iter()
+        .filter(|c| c.kind == CitationKind::AuthorYear)
+        .filter_map(|c| {
+            c.key.rsplit(':').next().map(|y| {
+                y.trim_end_matches(|ch: char| ch.is_ascii_alphabetic())
+                    .to_owned()
+            })
+        })
+        .collect();
     NEGATED
         .captures_iter(sentence)
         .chain(VALUE_WAS_WRONG.captures_iter(sentence))
         .filter_map(|c| c.get(1))
         .map(|m| core_value(m.as_str()))
-        .filter(|v| v.chars().filter(char::is_ascii_digit).count() >= 2)
+        .filter(|v| v.chars().filter(char::is_ascii_digit).count() >= 2 && !years.contains(v))
         .collect()
 }
 
@@ -850,6 +861,10 @@ mod tests {
         assert_eq!(
             negated_values("HR 2.2 per 5 mg, not per 10 mg; 7.5 was wrong"),
             ["10".to_owned(), "7.5".to_owned()].into()
+        );
+        assert!(
+            negated_values("I re-read Quint et al. 2020 in the archive, and my figure was wrong")
+                .is_empty()
         );
     }
 }
