@@ -105,6 +105,8 @@ struct Edits {
     gone: Vec<(usize, usize)>,
     kept_part: Vec<(usize, usize, String)>,
     used: Vec<String>,
+    /// The topic of each corrected line and what it said.
+    asked: Vec<(usize, String)>,
 }
 
 impl Edits {
@@ -116,8 +118,19 @@ impl Edits {
         );
     }
 
-    /// Removes the corrected lines and keeps the untouched clauses of the split ones.
+    /// Removes the corrected lines and keeps the untouched clauses of the split ones; a later
+    /// question that states a value of a corrected claim (the user contesting it) no longer
+    /// states it: the Corrections entry answers it.
     fn apply(mut self, topics: &mut [Topic]) -> Vec<String> {
+        for (t, was) in &self.asked {
+            let values = supersede::values(was);
+            for later in topics.iter_mut().skip(t + 1) {
+                let question = without_pointer(&later.heading);
+                if question.contains('?') && !supersede::values(question).is_disjoint(&values) {
+                    later.heading = mask_heading(&later.heading, &values);
+                }
+            }
+        }
         for (t, l, text) in self.kept_part {
             topics[t].lines[l] = Line::finding(text);
         }
@@ -156,6 +169,7 @@ fn correct_line(
     }
     let entry = Entry::new(&was, number, by);
     edits.use_sentences(by);
+    edits.asked.push((t, was.clone()));
     // One statement per correction: claims the same sentence corrects share an entry.
     match entries.iter().position(|e| e.chain == entry.chain) {
         Some(e) => {

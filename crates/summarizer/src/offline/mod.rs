@@ -609,6 +609,33 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_question_contesting_a_corrected_value_no_longer_states_it() {
+        let turns = vec![
+            turn(
+                "How dense are the hives?",
+                "Hive density was 12.5 colonies per km² across the valley.",
+                "",
+            ),
+            turn(
+                "Hang on — 12.5 colonies per km² across the whole valley?",
+                "Let me re-check the survey.",
+                "",
+            ),
+            turn(
+                "And?",
+                "My mistake: 12.5 colonies per km² is the ridge density; the valley had 8.5 colonies per km².",
+                "",
+            ),
+        ];
+        let text = OfflineSummarizer::new(4_000).consolidate(&request(None, turns));
+        assert!(
+            text.contains("### Q: Hang on — [corrected] colonies per km²"),
+            "{text}"
+        );
+        assert!(text.contains("## Corrections"), "{text}");
+    }
+
     /// Under a tight budget, constraints and decisions stay and no kept line is cut.
     #[test]
     fn a_tight_budget_keeps_pinned_lines_and_whole_findings() {
