@@ -148,18 +148,9 @@ fn author_year(entry: &str) -> Option<(String, String)> {
     Some((key, cut(&title, MAX_TITLE_CHARS)))
 }
 
-/// The sources section: every source line of `entries` (the ledger, in order) compacted and
-/// deduplicated, tied sources one per line, the rest and the prose-only citations that
-/// `kept_prose` does not state in one `Also cited` line; without `titles`, a compact line
-/// keeps only its key and identifier. Empty when there is no citation.
-pub(crate) fn render(
-    heading: &str,
-    entries: &[Citation],
-    kept_prose: &str,
-    titles: bool,
-) -> String {
-    let cited_in_prose = citation::extract(kept_prose);
-    let prose_keys: HashSet<&str> = cited_in_prose.iter().map(|c| c.key.as_str()).collect();
+/// The sources of `entries` (the ledger, in order), deduplicated by identifier and line:
+/// their source lines, then the items of an earlier `Also cited` line as sources of their own.
+fn sources_of(entries: &[Citation]) -> Vec<Source> {
     let mut sources: Vec<Source> = Vec::new();
     let mut seen_ids: HashSet<String> = HashSet::new();
     let mut seen_lines: HashSet<String> = HashSet::new();
@@ -210,6 +201,22 @@ pub(crate) fn render(
             });
         }
     }
+    sources
+}
+
+/// The sources section: every source line of `entries` (the ledger, in order) compacted and
+/// deduplicated, tied sources one per line, the rest and the prose-only citations that
+/// `kept_prose` does not state in one `Also cited` line; without `titles`, a compact line
+/// keeps only its key and identifier. Empty when there is no citation.
+pub(crate) fn render(
+    heading: &str,
+    entries: &[Citation],
+    kept_prose: &str,
+    titles: bool,
+) -> String {
+    let cited_in_prose = citation::extract(kept_prose);
+    let prose_keys: HashSet<&str> = cited_in_prose.iter().map(|c| c.key.as_str()).collect();
+    let sources = sources_of(entries);
     let listed_text: String = sources
         .iter()
         .map(|s| s.line.as_str())

@@ -178,25 +178,14 @@ impl ChatSummarizer {
         }
     }
 
-    /// Reads a chat completion: the summary, or why there is none.
-    fn parse(&self, body: &Value) -> Result<Summary, SummarizerError> {
+    /// A refusal, a filtered, truncated or failed generation, or any finish other than a
+    /// natural stop is no summary.
+    fn check_finish(
+        &self,
+        choice: &Value,
+        message: &serde_json::Map<String, Value>,
+    ) -> Result<(), SummarizerError> {
         let url = &self.url;
-        if let Some(error) = body.get("error").filter(|e| !e.is_null()) {
-            return Err(upstream_error(url, error, self.key.as_ref()));
-        }
-        let malformed = |reason: &str| SummarizerError::Malformed {
-            url: url.clone(),
-            reason: reason.to_owned(),
-        };
-        let choice = body
-            .get("choices")
-            .and_then(Value::as_array)
-            .and_then(|c| c.first())
-            .ok_or_else(|| malformed("no `choices[0]`"))?;
-        let message = choice
-            .get("message")
-            .and_then(Value::as_object)
-            .ok_or_else(|| malformed("no `choices[0].message` object"))?;
         let finish_reason = choice.get("finish_reason").and_then(Value::as_str);
         if let Some(refusal) = message
             .get("refusal")
@@ -236,6 +225,29 @@ impl ChatSummarizer {
                 ),
             });
         }
+        Ok(())
+    }
+
+    /// Reads a chat completion: the summary, or why there is none.
+    fn parse(&self, body: &Value) -> Result<Summary, SummarizerError> {
+        let url = &self.url;
+        if let Some(error) = body.get("error").filter(|e| !e.is_null()) {
+            return Err(upstream_error(url, error, self.key.as_ref()));
+        }
+        let malformed = |reason: &str| SummarizerError::Malformed {
+            url: url.clone(),
+            reason: reason.to_owned(),
+        };
+        let choice = body
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+            .ok_or_else(|| malformed("no `choices[0]`"))?;
+        let message = choice
+            .get("message")
+            .and_then(Value::as_object)
+            .ok_or_else(|| malformed("no `choices[0].message` object"))?;
+        self.check_finish(choice, message)?;
         let text = match message.get("content") {
             Some(Value::String(s)) => s.trim(),
             None | Some(Value::Null) => "",

@@ -34,13 +34,18 @@ use regex::Regex;
 use crate::citation::{self, CitationKind};
 use crate::findings;
 
+mod restate;
+
+pub(crate) use restate::{mask_values, only_restates, restates, retracted_values, split_claim};
+
 /// Content words a sentence must share with a claim to name its subject (when no cited
 /// source is shared).
 pub(crate) const MIN_SHARED_WORDS: usize = 2;
 /// Sentences after a value-less announcement of an error that it covers.
 pub(crate) const ANNOUNCED_SPAN: usize = 3;
-/// A sentence that would correct more claims than this by restating their values is a recap.
-pub(crate) const MAX_SWAP_TARGETS: usize = 2;
+/// A sentence that would correct more claims than this by restating their values is a recap
+/// (the lines that state the same claim count once).
+pub(crate) const MAX_SWAP_TARGETS: usize = 1;
 /// A value stated in this many topics is a label, not a disputed value.
 pub(crate) const LABEL_TOPICS: usize = 3;
 
@@ -78,9 +83,14 @@ static NEGATED_WORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:not|rather than|instead of)\s+(?:a\s+|an\s+|the\s+)?(\p{L}[\p{L}\-]{2,})")
         .expect("the pattern is valid")
 });
-/// Where a sentence divides into clauses.
-static CLAUSE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"; | — | – |, (?:yet|but|while|whereas) ").expect("the pattern is valid")
+/// A word a sentence puts in place of a negated one: `reaction-limited, not diffusion-limited`
+/// (group 1 replaces group 2).
+static REPLACED_WORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i)(\p{L}[\p{L}\-]{2,})(?:,\s+not|,?\s+rather than|,?\s+instead of)\s+",
+        r"(?:a\s+|an\s+|the\s+)?(\p{L}[\p{L}\-]{2,})"
+    ))
+    .expect("the pattern is valid")
 });
 /// `12.4 … was wrong` within a clause.
 static VALUE_WAS_WRONG: LazyLock<Regex> = LazyLock::new(|| {
@@ -170,14 +180,25 @@ pub(crate) fn affirms(sentence: &str) -> bool {
     AFFIRM.is_match(sentence)
 }
 
-/// The values a sentence negates or calls wrong.
+/// The values a sentence negates or calls wrong. The year of a source the sentence cites is
+/// not one (`I re-read Quint et al. 2020 and my figure was wrong`).
 pub(crate) fn negated_values(sentence: &str) -> BTreeSet<String> {
+    let years: BTreeSet<String> = citation::extract(sentence)
+        .into_iter()
+        .filter(|c| c.kind == CitationKind::AuthorYear)
+        .filter_map(|c| {
+            c.key.rsplit(':').next().map(|y| {
+                y.trim_end_matches(|ch: char| ch.is_ascii_alphabetic())
+                    .to_owned()
+            })
+        })
+        .collect();
     NEGATED
         .captures_iter(sentence)
         .chain(VALUE_WAS_WRONG.captures_iter(sentence))
         .filter_map(|c| c.get(1))
         .map(|m| core_value(m.as_str()))
-        .filter(|v| v.chars().filter(char::is_ascii_digit).count() >= 2)
+        .filter(|v| v.chars().filter(char::is_ascii_digit).count() >= 2 && !years.contains(v))
         .collect()
 }
 
@@ -315,39 +336,128 @@ fn labels(claims: &[Claim<'_>]) -> BTreeSet<String> {
         .collect()
 }
 
+/// What a turn's correcting sentences share: values stated in many topics (labels), values a
+/// sentence affirms (protected), and what the turn explicitly disputes (values and words it
+/// negates in its announced sentences).
+struct TurnContext {
+    labels: BTreeSet<String>,
+    protected: BTreeSet<String>,
+    disputed: BTreeSet<String>,
+}
+
+impl TurnContext {
+    fn of(claims: &[Claim<'_>], sentences: &[Candidate<'_>]) -> TurnContext {
+        let protected = sentences
+            .iter()
+            .filter(|c| affirming(c.text))
+            .flat_map(|c| c.values.iter().cloned())
+            .collect();
+        let disputed = sentences
+            .iter()
+            .filter(|c| c.announced)
+            .flat_map(|c| {
+                let mut d = negated_values(c.text);
+                if announces_error(c.text) {
+                    d.extend(disputed_words(c.text));
+                }
+                d
+            })
+            .collect();
+        TurnContext {
+            labels: labels(claims),
+            protected,
+            disputed,
+        }
+    }
+
+    /// A restatement corrects `claim` only when the turn disputes nothing explicitly, the
+    /// restating sentence itself names an error, or the claim states what the turn disputes:
+    /// a table that follows `the model labels were wrong: Co is reaction-limited, not
+    /// diffusion-limited` corrects the rows that said diffusion, not the rows it repeats.
+    fn may_swap(&self, claim: &Stated, cand: &Candidate<'_>) -> bool {
+        self.disputed.is_empty()
+            || announces_error(cand.text)
+            || self
+                .disputed
+                .iter()
+                .any(|d| claim.values.contains(d) || claim.words.contains(d))
+    }
+}
+
+/// The words a sentence negates and does not put back: `reaction-limited, not
+/// diffusion-limited` disputes `diffusion`.
+fn disputed_words(sentence: &str) -> BTreeSet<String> {
+    let mut negated: BTreeSet<String> = NEGATED_WORD
+        .captures_iter(sentence)
+        .filter_map(|m| m.get(1))
+        .flat_map(|w| words(w.as_str()))
+        .collect();
+    for m in REPLACED_WORD.captures_iter(sentence) {
+        if let Some(r) = m.get(1) {
+            for w in words(r.as_str()) {
+                negated.remove(&w);
+            }
+        }
+    }
+    negated
+}
+
+/// True when `claim_words` hold both sides of a replacement the sentence makes (`X, not Y`
+/// and a claim naming X and Y): the claim already weighs the corrected word against the
+/// wrong one, so the negation does not target it.
+fn weighs_replacement(sentence: &str, claim_words: &BTreeSet<String>) -> bool {
+    REPLACED_WORD.captures_iter(sentence).any(|m| {
+        let (Some(new), Some(old)) = (m.get(1), m.get(2)) else {
+            return false;
+        };
+        let old = words(old.as_str());
+        let new: BTreeSet<String> = words(new.as_str()).difference(&old).cloned().collect();
+        !new.is_disjoint(claim_words) && !old.is_disjoint(claim_words)
+    })
+}
+
 /// The claims `turn` corrects, each with the sentence that corrects it (the first one found).
 pub(crate) fn supersessions(claims: &[Claim<'_>], turn: &NewTurn) -> Vec<Supersession> {
     let sentences = correcting_sentences(turn);
-    let labels = labels(claims);
-    // Values some sentence of the turn affirms are protected.
-    let protected: BTreeSet<String> = sentences
-        .iter()
-        .filter(|c| affirming(c.text))
-        .flat_map(|c| c.values.iter().cloned())
-        .collect();
+    let context = TurnContext::of(claims, &sentences);
     // (claim, sentence index, by a swap)
     let found: Vec<(usize, usize, bool)> = claims
         .iter()
         .enumerate()
         .filter_map(|(i, claim)| {
-            first_correction(claim.text, &sentences, &labels, &protected).map(|(j, s)| (i, j, s))
+            first_correction(claim.text, &sentences, &context).map(|(j, s)| (i, j, s))
         })
         .collect();
-    // A sentence that restates many claims is a recap, not a correction of one of them.
-    let mut swaps_by: BTreeMap<usize, usize> = BTreeMap::new();
-    for (_, j, swap) in &found {
+    // A sentence that restates many claims is a recap, not a correction of one of them. The
+    // lines that state one claim (a bullet, a table row, a synthesis line) are one target:
+    // the lines whose values shared with the sentence another target's include.
+    let mut swaps_by: BTreeMap<usize, BTreeSet<BTreeSet<String>>> = BTreeMap::new();
+    for (i, j, swap) in &found {
         if *swap {
-            *swaps_by.entry(*j).or_default() += 1;
+            let shared = values(claims[*i].text)
+                .intersection(&sentences[*j].values)
+                .cloned()
+                .collect();
+            swaps_by.entry(*j).or_default().insert(shared);
         }
     }
     found
         .into_iter()
-        .filter(|(_, j, swap)| !swap || swaps_by.get(j).copied().unwrap_or(0) <= MAX_SWAP_TARGETS)
+        .filter(|(_, j, swap)| {
+            !swap || swaps_by.get(j).map_or(0, distinct_claims) <= MAX_SWAP_TARGETS
+        })
         .map(|(claim, j, _)| Supersession {
             claim,
             by: correction_text(claims[claim].text, &sentences, j, turn.answer.len()),
         })
         .collect()
+}
+
+/// How many claims sets of shared values stand for: a set another includes is the same claim.
+fn distinct_claims(sets: &BTreeSet<BTreeSet<String>>) -> usize {
+    sets.iter()
+        .filter(|a| !sets.iter().any(|b| b != *a && a.is_subset(b)))
+        .count()
 }
 
 /// A sentence that affirms what it states and names no error.
@@ -360,11 +470,11 @@ fn affirming(s: &str) -> bool {
 fn first_correction(
     claim: &str,
     sentences: &[Candidate<'_>],
-    labels: &BTreeSet<String>,
-    protected: &BTreeSet<String>,
+    context: &TurnContext,
 ) -> Option<(usize, bool)> {
     let c = Stated::of(claim);
     let claim_sources = sources(claim);
+    let protected = &context.protected;
     for (j, cand) in sentences.iter().enumerate() {
         if affirming(cand.text) {
             continue;
@@ -390,16 +500,18 @@ fn first_correction(
             && NEGATED_WORD.captures_iter(cand.text).any(|m| {
                 m.get(1)
                     .is_some_and(|w| words(w.as_str()).iter().any(|p| c.words.contains(p)))
-            });
+            })
+            && !weighs_replacement(cand.text, &c.words);
         let retracted = shared_sources && RETRACTION.is_match(cand.text);
         let swap = cand.announced
+            && context.may_swap(&c, cand)
             && swapped(
                 &c,
                 &Stated {
                     values: cand.values.clone(),
                     words: cand.words.clone(),
                 },
-                labels,
+                &context.labels,
                 protected,
             );
         if negated || negated_word || retracted || swap {
@@ -431,86 +543,6 @@ fn correction_text(claim: &str, sentences: &[Candidate<'_>], j: usize, answers: 
         }
     }
     by
-}
-
-/// A claim line split into the clauses a correction retracts (those that state a value the
-/// correction negates, or, when it negates none, one it restates) and the rest, which stays a valid finding; `None` for the rest when every
-/// clause, or none, states a retracted value (the whole line is the claim).
-pub(crate) fn split_claim(claim: &str, by: &str) -> (String, Option<String>) {
-    // The values the correction speaks of: those it negates and those it restates.
-    let negated = negated_values(by);
-    let by_values = values(by);
-    let retracted: BTreeSet<String> = if negated.is_empty() {
-        values(claim)
-            .into_iter()
-            .filter(|v| by_values.contains(v))
-            .collect()
-    } else {
-        negated
-    };
-    let clauses: Vec<&str> = CLAUSE
-        .split(claim)
-        .filter(|c| !c.trim().is_empty())
-        .collect();
-    let (gone, kept): (Vec<&str>, Vec<&str>) = clauses
-        .iter()
-        .partition(|c| values(c).iter().any(|v| retracted.contains(v)));
-    if gone.is_empty() || kept.is_empty() || kept.iter().all(|c| values(c).is_empty()) {
-        return (claim.to_owned(), None);
-    }
-    (gone.join("; "), Some(kept.join("; ")))
-}
-
-/// True when `line` only restates `claim` after `by` corrected it: [`restates`], and every
-/// value it states is the claim's or the correction's (it brings nothing new).
-pub(crate) fn only_restates(line: &str, claim: &str, by: &str) -> bool {
-    let known: BTreeSet<String> = values(claim).union(&values(by)).cloned().collect();
-    restates(line, claim, by) && values(line).is_subset(&known)
-}
-
-/// `text` with each number whose value is in `retracted` replaced by `[corrected]`.
-pub(crate) fn mask_values(text: &str, retracted: &BTreeSet<String>) -> String {
-    let mut out = text.to_owned();
-    for raw in findings::numbers(text) {
-        if retracted.contains(&core_value(&raw)) {
-            out = out.replace(&raw, "[corrected]");
-        }
-    }
-    out
-}
-
-/// The values a correction retracted: those the claim states and the correction does not,
-/// and those the correction negates.
-pub(crate) fn retracted_values(claim: &str, by: &str) -> BTreeSet<String> {
-    let by_values = values(by);
-    let negated = negated_values(by);
-    values(claim)
-        .into_iter()
-        .filter(|v| !by_values.contains(v) || negated.contains(v))
-        .collect()
-}
-
-/// True when `line` states `claim` as valid after `by` corrected it: it names the claim's
-/// subject, states a value the correction retracted (one the claim states and the correction
-/// does not, or one the correction negates) and none of the values the correction brought.
-pub(crate) fn restates(line: &str, claim: &str, by: &str) -> bool {
-    let claim_values = values(claim);
-    let by_values = values(by);
-    let negated = negated_values(by);
-    let retracted: BTreeSet<&String> = claim_values
-        .iter()
-        .filter(|v| !by_values.contains(*v) || negated.contains(*v))
-        .collect();
-    let brought: BTreeSet<&String> = by_values
-        .iter()
-        .filter(|v| !claim_values.contains(*v))
-        .collect();
-    let line_values = values(line);
-    let subject = words(claim).intersection(&words(line)).count() >= MIN_SHARED_WORDS
-        || !sources(claim).is_disjoint(&sources(line));
-    subject
-        && line_values.iter().any(|v| retracted.contains(v))
-        && !line_values.iter().any(|v| brought.contains(v))
 }
 
 /// The sentence restates the claim in parallel — two (non-label, unprotected) values in
@@ -751,6 +783,76 @@ mod tests {
     }
 
     #[test]
+    fn one_claim_stated_on_several_lines_is_corrected_on_each() {
+        // A bullet, a table row and a synthesis line state the same wrong claim.
+        let lines = [
+            "- Spring hive density: 12.5 and 19.0 colonies per km² on the survey grid.",
+            "- Survey grid — spring density: 12.5; peak density: 19.0 colonies per km²",
+            "* On the survey grid, spring densities were 12.5 and 19.0 colonies per km².",
+        ];
+        let t = turn(
+            "Spring?",
+            &[
+                "I mixed up the seasons.",
+                "The survey grid gives 12.5 and 19.0 colonies per km² for the autumn count, with 8.1 in spring.",
+            ],
+        );
+        let one_topic: Vec<Claim<'_>> = lines.iter().map(|t| Claim { text: t, topic: 0 }).collect();
+        let found: Vec<usize> = supersessions(&one_topic, &t)
+            .into_iter()
+            .map(|s| s.claim)
+            .collect();
+        assert_eq!(found, [0, 1, 2]);
+        // The same sentence restating three different claims is a recap: nothing goes.
+        let spread = [
+            "- Grid A held 12.5 and 19.0 colonies per km².",
+            "- Grid B held 7.25 and 3.5 colonies per km².",
+            "- Grid C held 41.5 and 60.5 colonies per km².",
+        ];
+        let recap = turn(
+            "Recap?",
+            &[
+                "I mixed up the grids.",
+                "Grids A, B and C held 12.5 and 19.0, 7.25 and 3.5, 41.5 and 60.5 colonies per km², and 8.1 overall.",
+            ],
+        );
+        assert!(targets(&spread, &recap).is_empty());
+    }
+
+    #[test]
+    fn a_claim_that_already_weighs_the_corrected_word_is_not_targeted() {
+        let lines = [
+            "- Bud loss of 23% in thinned rows is frost-driven (Marlow & Eze 2019).",
+            "- A 23% bud loss is far above the 5% typical of frost damage and points to a drought-driven loss.",
+        ];
+        let t = turn(
+            "Frost?",
+            &["Correction: the bud loss is drought-driven, not frost-driven."],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
+    }
+
+    #[test]
+    fn a_table_after_a_named_dispute_corrects_only_the_disputed_rows() {
+        let lines = [
+            "- Copper uptake: 31.5 µM/h, transporter-limited (Vance 2018).",
+            "- Zinc uptake 12.5 µM/h, reported as channel-limited.",
+        ];
+        let t = NewTurn {
+            user: vec!["Check the table?".into()],
+            answer: vec![
+                "Correction: copper uptake is channel-limited, not transporter-limited.".into(),
+            ],
+            rows: vec![
+                "Copper — uptake (µM/h): 31.5; fit: 0.97; limit: channel".into(),
+                "Zinc — uptake (µM/h): 12.5; fit: 0.91; limit: channel".into(),
+            ],
+            rows_announced: true,
+        };
+        assert_eq!(targets(&lines, &t), [0]);
+    }
+
+    #[test]
     fn values_are_bare_numbers() {
         let v = values("g = −0.84 (−1.07 to −0.61), 1.18%/yr, 171 ± 29 Gt, 2,760–3,300 t");
         for want in ["0.84", "1.18", "171", "29", "2,760–3,300", "2,760", "3,300"] {
@@ -759,6 +861,10 @@ mod tests {
         assert_eq!(
             negated_values("HR 2.2 per 5 mg, not per 10 mg; 7.5 was wrong"),
             ["10".to_owned(), "7.5".to_owned()].into()
+        );
+        assert!(
+            negated_values("I re-read Quint et al. 2020 in the archive, and my figure was wrong")
+                .is_empty()
         );
     }
 }

@@ -9,6 +9,43 @@ use std::collections::{HashMap, HashSet};
 use super::{EVIDENCE, Line, Rank, TITLE, Topic};
 use crate::text::collapse;
 
+/// The order lines go in: (rank, only lines whose every fact another line states, keep
+/// each topic's headline). First every topic keeps its headline (its first finding), so that
+/// an old topic shrinks to its question and one finding before any topic loses its last one;
+/// then headlines go, oldest topic first.
+const PASSES: [(Rank, bool, bool); 10] = [
+    (Rank::Prose, false, true),
+    (Rank::Evidence, true, true),
+    (Rank::Figure, true, true),
+    (Rank::Cited, true, true),
+    (Rank::Evidence, false, true),
+    (Rank::Figure, false, true),
+    (Rank::Cited, false, true),
+    (Rank::Evidence, false, false),
+    (Rank::Figure, false, false),
+    (Rank::Cited, false, false),
+];
+
+/// How many kept lines state each fact.
+fn fact_counts(topics: &[Topic]) -> HashMap<String, usize> {
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for line in topics.iter().flat_map(|t| &t.lines) {
+        for f in &line.facts {
+            *count.entry(f.clone()).or_default() += 1;
+        }
+    }
+    count
+}
+
+/// True when another kept line states every fact of `line`.
+fn restated(line: &Line, count: &HashMap<String, usize>) -> bool {
+    !line.facts.is_empty()
+        && line
+            .facts
+            .iter()
+            .all(|f| count.get(f).copied().unwrap_or(0) > 1)
+}
+
 /// Drops lines until the prose fits `target` characters (when it is over `limit`): see the
 /// module docs for the order. Returns how many lines went.
 pub(super) fn condense(
@@ -22,46 +59,8 @@ pub(super) fn condense(
         return 0;
     }
     let mut dropped = 0;
-    let mut count: HashMap<String, usize> = HashMap::new();
-    for line in topics.iter().flat_map(|t| &t.lines) {
-        for f in &line.facts {
-            *count.entry(f.clone()).or_default() += 1;
-        }
-    }
-    let restated = |line: &Line, count: &HashMap<String, usize>| {
-        !line.facts.is_empty()
-            && line
-                .facts
-                .iter()
-                .all(|f| count.get(f).copied().unwrap_or(0) > 1)
-    };
-    // (rank, only restated lines)
-    let passes = [
-        (Rank::Prose, false),
-        (Rank::Evidence, true),
-        (Rank::Figure, true),
-        (Rank::Cited, true),
-        (Rank::Evidence, false),
-        (Rank::Figure, false),
-        (Rank::Cited, false),
-    ];
-    // First every topic keeps its headline (its first finding), so that an old topic shrinks
-    // to its question and one finding before any topic loses its last one; then headlines go,
-    // oldest topic first.
-    let last_resort = [
-        (Rank::Evidence, false),
-        (Rank::Figure, false),
-        (Rank::Cited, false),
-    ];
-    let passes = passes
-        .iter()
-        .map(|&(rank, restated)| (rank, restated, true))
-        .chain(
-            last_resort
-                .iter()
-                .map(|&(rank, restated)| (rank, restated, false)),
-        );
-    for (rank, only_restated, keep_headline) in passes {
+    let mut count = fact_counts(topics);
+    for (rank, only_restated, keep_headline) in PASSES {
         for topic in topics.iter_mut() {
             let mut i = 0;
             while total > target && i < topic.lines.len() {

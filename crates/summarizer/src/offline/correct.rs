@@ -65,6 +65,124 @@ fn drop_restatements(
     });
 }
 
+/// Where a claim sits: a finding line of a topic (topic, line), or an entry's current value.
+#[derive(Clone, Copy)]
+enum Place {
+    Line(usize, usize),
+    Entry(usize),
+}
+
+/// The claims a new turn may correct: each topic's finding lines, then each entry's current
+/// value.
+fn claims_of<'a>(topics: &'a [Topic], entries: &'a [Entry]) -> (Vec<Place>, Vec<Claim<'a>>) {
+    let mut places = Vec::new();
+    let mut claims = Vec::new();
+    for (t, tp) in topics.iter().enumerate() {
+        for (l, line) in tp.lines.iter().enumerate() {
+            if line.rank != Rank::Pinned && !line.facts.is_empty() {
+                places.push(Place::Line(t, l));
+                claims.push(Claim {
+                    text: &line.text,
+                    topic: t,
+                });
+            }
+        }
+    }
+    for (e, entry) in entries.iter().enumerate() {
+        places.push(Place::Entry(e));
+        claims.push(Claim {
+            text: entry.now(),
+            topic: usize::MAX - e,
+        });
+    }
+    (places, claims)
+}
+
+/// What one turn's corrections do to the findings: lines that leave, lines that keep only
+/// their untouched clauses, and the correcting sentences now stated in entries.
+#[derive(Default)]
+struct Edits {
+    gone: Vec<(usize, usize)>,
+    kept_part: Vec<(usize, usize, String)>,
+    used: Vec<String>,
+    /// The topic of each corrected line and what it said.
+    asked: Vec<(usize, String)>,
+}
+
+impl Edits {
+    fn use_sentences(&mut self, by: &str) {
+        self.used.extend(
+            crate::text::sentences(by)
+                .iter()
+                .map(|b| collapse(b).to_lowercase()),
+        );
+    }
+
+    /// Removes the corrected lines and keeps the untouched clauses of the split ones; a later
+    /// question that states a value of a corrected claim (the user contesting it) no longer
+    /// states it: the Corrections entry answers it.
+    fn apply(mut self, topics: &mut [Topic]) -> Vec<String> {
+        for (t, was) in &self.asked {
+            let values = supersede::values(was);
+            for later in topics.iter_mut().skip(t + 1) {
+                let question = without_pointer(&later.heading);
+                if question.contains('?') && !supersede::values(question).is_disjoint(&values) {
+                    later.heading = mask_heading(&later.heading, &values);
+                }
+            }
+        }
+        for (t, l, text) in self.kept_part {
+            topics[t].lines[l] = Line::finding(text);
+        }
+        self.gone.sort_unstable();
+        for (t, l) in self.gone.into_iter().rev() {
+            topics[t].lines.remove(l);
+        }
+        self.used
+    }
+}
+
+/// Records the correction of line `(t, l)` by `by`: its retracted clauses go to an entry
+/// (shared with the other claims the same sentence corrects), the rest stays a finding.
+/// Returns the receipt's record.
+fn correct_line(
+    topics: &[Topic],
+    entries: &mut Vec<Entry>,
+    (t, l): (usize, usize),
+    by: &str,
+    number: Option<usize>,
+    edits: &mut Edits,
+) -> compaction_core::CorrectedClaim {
+    let line = &topics[t].lines[l].text;
+    let (was, rest) = supersede::split_claim(line, by);
+    match rest {
+        // The clauses the correction does not touch stay a finding.
+        Some(rest) => {
+            let prefix = if line.starts_with(EVIDENCE) {
+                EVIDENCE
+            } else {
+                LINE
+            };
+            edits.kept_part.push((t, l, format!("{prefix}{rest}")));
+        }
+        None => edits.gone.push((t, l)),
+    }
+    let entry = Entry::new(&was, number, by);
+    edits.use_sentences(by);
+    edits.asked.push((t, was.clone()));
+    // One statement per correction: claims the same sentence corrects share an entry.
+    match entries.iter().position(|e| e.chain == entry.chain) {
+        Some(e) => {
+            entries[e].absorb(&entry.was);
+            entry.receipt()
+        }
+        None => {
+            entries.push(entry);
+            entries[entries.len() - 1].receipt()
+        }
+    }
+}
+
 /// Applies the corrections `new_turn` makes to the earlier claims (the lines of `topics` and
 /// the last correction of each entry): a corrected line leaves its topic, a new entry (or a
 /// longer chain) records it, and the correcting sentence moves from `topic` into the entry.
@@ -77,91 +195,34 @@ pub(super) fn apply_corrections(
     number: Option<usize>,
     dropped: &mut Vec<DroppedFinding>,
 ) -> Vec<compaction_core::CorrectedClaim> {
-    // Claims: each topic's finding lines, then each entry's current value.
-    let mut places = Vec::new();
-    let mut claims = Vec::new();
-    for (t, tp) in topics.iter().enumerate() {
-        for (l, line) in tp.lines.iter().enumerate() {
-            if line.rank != Rank::Pinned && !line.facts.is_empty() {
-                places.push((Some((t, l)), None));
-                claims.push(Claim {
-                    text: &line.text,
-                    topic: t,
-                });
-            }
-        }
-    }
-    for (e, entry) in entries.iter().enumerate() {
-        places.push((None, Some(e)));
-        claims.push(Claim {
-            text: entry.now(),
-            topic: usize::MAX - e,
-        });
-    }
-    let found = supersede::supersessions(&claims, new_turn);
+    let (places, found) = {
+        let (places, claims) = claims_of(topics, entries);
+        (places, supersede::supersessions(&claims, new_turn))
+    };
     let mut out = Vec::new();
-    let mut gone: Vec<(usize, usize)> = Vec::new();
-    let mut kept_part: Vec<(usize, usize, String)> = Vec::new();
-    let mut used: Vec<String> = Vec::new();
+    let mut edits = Edits::default();
     for s in found {
-        let entry = match places[s.claim] {
-            (Some((t, l)), _) => {
-                let line = &topics[t].lines[l].text;
-                let (was, rest) = supersede::split_claim(line, &s.by);
-                match rest {
-                    // The clauses the correction does not touch stay a finding.
-                    Some(rest) => {
-                        let prefix = if line.starts_with(EVIDENCE) {
-                            EVIDENCE
-                        } else {
-                            LINE
-                        };
-                        kept_part.push((t, l, format!("{prefix}{rest}")));
-                    }
-                    None => gone.push((t, l)),
-                }
-                let entry = Entry::new(&was, number, &s.by);
-                // One statement per correction: claims the same sentence corrects share
-                // an entry.
-                match entries.iter().position(|e| e.chain == entry.chain) {
-                    Some(e) => {
-                        entries[e].absorb(&entry.was);
-                        out.push(entry.receipt());
-                        used.extend(
-                            crate::text::sentences(&s.by)
-                                .iter()
-                                .map(|b| collapse(b).to_lowercase()),
-                        );
-                        continue;
-                    }
-                    None => {
-                        entries.push(entry);
-                        entries.len() - 1
-                    }
-                }
+        match places[s.claim] {
+            Place::Line(t, l) => {
+                out.push(correct_line(
+                    topics,
+                    entries,
+                    (t, l),
+                    &s.by,
+                    number,
+                    &mut edits,
+                ));
             }
-            (None, Some(e)) => {
+            Place::Entry(e) => {
                 entries[e]
                     .chain
                     .push((number, Entry::new("", None, &s.by).now().to_owned()));
-                e
+                edits.use_sentences(&s.by);
+                out.push(entries[e].receipt());
             }
-            _ => continue,
-        };
-        out.push(entries[entry].receipt());
-        used.extend(
-            crate::text::sentences(&s.by)
-                .iter()
-                .map(|b| collapse(b).to_lowercase()),
-        );
+        }
     }
-    for (t, l, text) in kept_part {
-        topics[t].lines[l] = Line::finding(text);
-    }
-    gone.sort_unstable();
-    for (t, l) in gone.into_iter().rev() {
-        topics[t].lines.remove(l);
-    }
+    let used = edits.apply(topics);
     let pairs: Vec<(String, String)> = out.iter().map(|c| (c.was.clone(), c.now.clone())).collect();
     // The correcting turn's question states no corrected figure: it asked about it.
     for (was, _) in &pairs {

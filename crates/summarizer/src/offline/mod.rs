@@ -272,24 +272,7 @@ impl OfflineSummarizer {
             section.chars().count() + 2
         };
         let mut dropped = Vec::new();
-        let mut titles = true;
-        let whole = |topics: &[Topic], titles: bool| {
-            let prose = render_topics(topics);
-            let sources = bibliography::render(SOURCES_HEADING, ledger.entries(), &prose, titles);
-            prose.chars().count() + section_chars + sources.chars().count() + 2 + NOTE_RESERVE
-        };
-        if whole(topics, titles) > budget_chars {
-            drop_prose(topics, &mut dropped);
-        }
-        if whole(topics, titles) > budget_chars {
-            terse::shorten_headings(topics);
-        }
-        if whole(topics, titles) > budget_chars {
-            titles = false;
-        }
-        if whole(topics, titles) > budget_chars {
-            terse::shorten_findings(topics);
-        }
+        let titles = cheap_losses(topics, ledger, section_chars, budget_chars, &mut dropped);
         // The bibliography with every line kept; lines dropped from the prose can move
         // citations into its `Also cited` line, so the prose target shrinks by any overshoot.
         let bibliography_chars = bibliography::render(
@@ -348,6 +331,37 @@ impl OfflineSummarizer {
             .collect();
         (text, findings)
     }
+}
+
+/// The cheapest losses, each only while the summary is still over `budget_chars`: prose
+/// lines, shorter question headings, the bibliography without titles, terse finding lines.
+/// Returns whether the bibliography keeps its titles.
+fn cheap_losses(
+    topics: &mut [Topic],
+    ledger: &CitationLedger,
+    section_chars: usize,
+    budget_chars: usize,
+    dropped: &mut Vec<Line>,
+) -> bool {
+    let whole = |topics: &[Topic], titles: bool| {
+        let prose = render_topics(topics);
+        let sources = bibliography::render(SOURCES_HEADING, ledger.entries(), &prose, titles);
+        prose.chars().count() + section_chars + sources.chars().count() + 2 + NOTE_RESERVE
+    };
+    let mut titles = true;
+    if whole(topics, titles) > budget_chars {
+        drop_prose(topics, dropped);
+    }
+    if whole(topics, titles) > budget_chars {
+        terse::shorten_headings(topics);
+    }
+    if whole(topics, titles) > budget_chars {
+        titles = false;
+    }
+    if whole(topics, titles) > budget_chars {
+        terse::shorten_findings(topics);
+    }
+    titles
 }
 
 /// Drops the lines that state no fact (prose), pinned lines aside.
@@ -593,6 +607,33 @@ mod tests {
             correct::without_pointer("### Q: x (turn of phrase)"),
             "### Q: x (turn of phrase)"
         );
+    }
+
+    #[test]
+    fn a_question_contesting_a_corrected_value_no_longer_states_it() {
+        let turns = vec![
+            turn(
+                "How dense are the hives?",
+                "Hive density was 12.5 colonies per km² across the valley.",
+                "",
+            ),
+            turn(
+                "Hang on — 12.5 colonies per km² across the whole valley?",
+                "Let me re-check the survey.",
+                "",
+            ),
+            turn(
+                "And?",
+                "My mistake: 12.5 colonies per km² is the ridge density; the valley had 8.5 colonies per km².",
+                "",
+            ),
+        ];
+        let text = OfflineSummarizer::new(4_000).consolidate(&request(None, turns));
+        assert!(
+            text.contains("### Q: Hang on — [corrected] colonies per km²"),
+            "{text}"
+        );
+        assert!(text.contains("## Corrections"), "{text}");
     }
 
     /// Under a tight budget, constraints and decisions stay and no kept line is cut.
