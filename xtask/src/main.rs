@@ -3,8 +3,7 @@
 //! Subcommands:
 //! - `verify`: fmt, clippy (warnings denied), the purity check on compaction-core, tidy, every
 //!   test (unit, integration, doc), the publish dry run and the ADK interop check.
-//! - `tidy [--bless]`: the structure rules (see `tidy`); `verify` runs it with the size rule
-//!   reported, not enforced.
+//! - `tidy [--bless]`: the structure rules (see `tidy`), every one enforced, in `verify` too.
 //! - `purity`: only the purity check (the core's I/O fence, the feature fences, the dependency
 //!   rule).
 //! - `publish` (also a step of `verify`): `cargo publish --workspace --dry-run` (offline: `cargo package`).
@@ -88,7 +87,7 @@ fn steps() -> Vec<Step> {
         },
         Step {
             name: "tidy",
-            run: || tidy::check(&adk::workspace_root(), false, false),
+            run: || tidy::check(&adk::workspace_root(), false),
         },
         Step {
             name: "test",
@@ -226,7 +225,7 @@ fn main() -> ExitCode {
         Some("verify") => verify(),
         Some("tidy") => {
             let bless = args.iter().any(|a| a == "--bless");
-            match tidy::check(&adk::workspace_root(), bless, true) {
+            match tidy::check(&adk::workspace_root(), bless) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("{e}");

@@ -12,22 +12,10 @@ mod source;
 
 use std::path::Path;
 
-/// Runs every rule; the error lists each violation on its own line. With `enforce_size` false
-/// (the `verify` step while issue 34's last long functions remain) the size rule's findings
-/// are printed as pending and do not fail; every other rule always fails.
-pub(crate) fn check(root: &Path, bless: bool, enforce_size: bool) -> Result<(), String> {
+/// Runs every rule; the error lists each violation on its own line.
+pub(crate) fn check(root: &Path, bless: bool) -> Result<(), String> {
     let crates = source::workspace(root)?;
-    let mut problems = Vec::new();
-    let sizes = size::check(root, &crates);
-    if enforce_size {
-        problems.extend(sizes);
-    } else if !sizes.is_empty() {
-        eprintln!(
-            "tidy: {} size finding(s) pending (not failing `verify`; `cargo xtask tidy` enforces them):\n  {}",
-            sizes.len(),
-            sizes.join("\n  ")
-        );
-    }
+    let mut problems = size::check(root, &crates);
     problems.extend(cycles::check(&crates));
     problems.extend(public_api::check(root, &crates, bless));
     problems.extend(architecture::check(root, &crates));
