@@ -46,8 +46,7 @@ pub struct ScriptedTurn {
     pub user: String,
     /// The coordinator's tool calls, in order, each answered by its result.
     pub tools: Vec<ScriptedTool>,
-    /// Sub-agent steps as `(author, text)`; an empty author is [`PIPELINE_AUTHOR`]'s
-    /// `search_pipeline_agent`. They follow the first tool call, scoped to
+    /// Sub-agent steps as `(author, text)`; an empty author is `search_pipeline_agent`. They follow the first tool call, scoped to
     /// `search_pipeline:<its call id>`, or to `search_pipeline:<invocation>` when there is no
     /// call: scoped events never reach a model.
     pub pipeline: Vec<(String, String)>,

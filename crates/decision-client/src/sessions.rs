@@ -275,6 +275,8 @@ pub fn events_and_turn_ends(session: &ResearchSession) -> (Vec<Event>, Vec<usize
 }
 
 /// The clock and ids of built sessions: one second apart from 1,700,000,000, ids `ev-1`, …
+/// (Not the core's `testing::SteppingClock`: the cli builds `eval` for `compaction tune`, and
+/// compaction-core's `test-support` must not reach the binary.)
 #[derive(Debug, Default)]
 struct ScriptClock {
     ticks: AtomicU64,

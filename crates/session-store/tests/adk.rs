@@ -3,9 +3,11 @@
 //! native store opening an ADK file. The Python side (`cargo xtask adk-interop`) checks the
 //! same behaviour against ADK's own services.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use compaction_core::testing::{
     EventFactory, RecordingSummarizer, ScriptedDecisionModel, SequentialIds, SteppingClock,
@@ -19,32 +21,10 @@ use serde_json::{Map, Value, json};
 use session_store::blocking::{AdkStore, SqliteStore};
 use session_store::{AdkFlavor, Layout, OpenOptions, SessionStoreError, detect_layout};
 
-/// `DatabaseSessionService` schema v1, as SQLAlchemy creates it on SQLite (ADK 2.13.0).
-const DATABASE_DDL: &str = include_str!("fixtures/adk-database-v1.sql");
-
-/// `SqliteSessionService`'s schema (ADK 2.13.0, `CREATE_SCHEMA_SQL`).
-const SQLITE_DDL: &str = include_str!("fixtures/adk-sqlite.sql");
+use common::adk::{DATABASE_DDL, SQLITE_DDL, adk_file, key, now};
 
 /// ADK's legacy v0 layout: one column per event field, pickled `actions`.
 const V0_DDL: &str = include_str!("fixtures/adk-legacy-v0.sql");
-
-fn adk_file(dir: &Path, name: &str, ddl: &str) -> PathBuf {
-    let path = dir.join(name);
-    let conn = Connection::open(&path).unwrap();
-    conn.execute_batch(ddl).unwrap();
-    path
-}
-
-fn key() -> SessionKey {
-    SessionKey::new("zocrates", "u1", "s1")
-}
-
-fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-}
 
 /// The factory's events moved to start `offset` seconds from now (ADK sessions are created
 /// "now", and an event must be later than the session's update_time).

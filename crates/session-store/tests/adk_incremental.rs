@@ -4,13 +4,15 @@
 //! check between whole-file checks: damage in a page the run touches is refused before any
 //! write, damage elsewhere is found by the next interval's whole check (or `check_integrity`).
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use compaction_core::testing::EventFactory;
 use compaction_core::{
-    Event, SessionKey, Timestamp, coordinator_prompt_tokens, coordinator_view,
-    rolling_tail_positions, scoped_user_messages,
+    Event, Timestamp, coordinator_prompt_tokens, coordinator_view, rolling_tail_positions,
+    scoped_user_messages,
 };
 use proptest::prelude::*;
 use rusqlite::Connection;
@@ -18,25 +20,7 @@ use serde_json::Map;
 use session_store::blocking::AdkStore;
 use session_store::{IntegrityCheck, OpenOptions, SessionStoreError, check_integrity};
 
-const DATABASE_DDL: &str = include_str!("fixtures/adk-database-v1.sql");
-const SQLITE_DDL: &str = include_str!("fixtures/adk-sqlite.sql");
-
-fn adk_file(dir: &Path, ddl: &str) -> PathBuf {
-    let path = dir.join("adk.db");
-    Connection::open(&path).unwrap().execute_batch(ddl).unwrap();
-    path
-}
-
-fn key() -> SessionKey {
-    SessionKey::new("zocrates", "u1", "s1")
-}
-
-fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-}
+use common::adk::{DATABASE_DDL, SQLITE_DDL, adk_file, key, now};
 
 /// A store that keeps what it learns in `state` (`None`: nowhere, a whole read every time).
 fn open(path: &Path, state: Option<&Path>) -> AdkStore {
@@ -183,7 +167,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let state = tempfile::tempdir().unwrap();
-        let path = adk_file(dir.path(), if database { DATABASE_DDL } else { SQLITE_DDL });
+        let path = adk_file(dir.path(), "adk.db", if database { DATABASE_DDL } else { SQLITE_DDL });
         let store = open(&path, None);
         store.create_session(&key(), Map::new()).unwrap();
         let mut writer = Writer {
@@ -258,7 +242,7 @@ struct OneSession {
 impl OneSession {
     fn new(ddl: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let path = adk_file(dir.path(), ddl);
+        let path = adk_file(dir.path(), "adk.db", ddl);
         let writer = open(&path, None);
         writer.create_session(&key(), Map::new()).unwrap();
         OneSession {
@@ -347,7 +331,7 @@ fn reads_answer_as_a_whole_read_under_a_newest_row_changed_by(sql: &str) {
 /// `turns` research turns, an engine-style rolling compaction of all but the last two, then two
 /// more turns, in a `DatabaseSessionService` file; the writer keeps nothing.
 fn compacted_file(dir: &Path, turns: usize) -> PathBuf {
-    let path = adk_file(dir, DATABASE_DDL);
+    let path = adk_file(dir, "adk.db", DATABASE_DDL);
     let store = open(&path, None);
     store.create_session(&key(), Map::new()).unwrap();
     let mut f = EventFactory::starting_at(now().ceil() + 1.0);

@@ -8,6 +8,7 @@ use session_store::blocking::SqliteStore;
 use session_store::{Durability, OpenOptions};
 use tempfile::TempDir;
 
+pub mod adk;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod recall;
