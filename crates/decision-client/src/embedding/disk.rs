@@ -9,11 +9,19 @@
 //! renamed, so a reader never sees half a vector; a file of the wrong length is ignored (the
 //! text is embedded again and the file replaced).
 //!
+//! # Bounded
+//! The directory keeps at most [`MAX_KEPT_VECTORS`] vectors (about 200 MB on a file system of
+//! 4 KB blocks): the first write of each process that finds more removes the oldest files
+//! (by modification time) down to four fifths of it. A removed vector is embedded again
+//! when a session needs it.
+//!
 //! # What it must never do
 //! Fail a probe: a directory that cannot be read or written only costs an embedding.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Once};
+use std::time::SystemTime;
 
 use super::encoder::DIMENSIONS;
 use super::files::{MODEL_DIR_NAME, user_cache_dir};
@@ -42,15 +50,28 @@ fn file_name(text: &str, max_tokens: usize) -> String {
     format!("{a:016x}{b:016x}-{}-{max_tokens}.f32", text.len())
 }
 
+/// The most vectors one directory keeps.
+pub(crate) const MAX_KEPT_VECTORS: usize = 50_000;
+
 /// Vectors kept in one directory.
 #[derive(Debug, Clone)]
 pub(crate) struct DiskVectors {
     dir: PathBuf,
+    limit: usize,
+    pruned: Arc<Once>,
 }
 
 impl DiskVectors {
     pub(crate) fn new(dir: PathBuf) -> DiskVectors {
-        DiskVectors { dir }
+        DiskVectors::with_limit(dir, MAX_KEPT_VECTORS)
+    }
+
+    fn with_limit(dir: PathBuf, limit: usize) -> DiskVectors {
+        DiskVectors {
+            dir,
+            limit,
+            pruned: Arc::new(Once::new()),
+        }
     }
 
     pub(crate) fn dir(&self) -> &Path {
@@ -76,6 +97,7 @@ impl DiskVectors {
         if vector.len() != DIMENSIONS || std::fs::create_dir_all(&self.dir).is_err() {
             return;
         }
+        self.pruned.call_once(|| prune(&self.dir, self.limit));
         // One temporary name per write, so two threads keeping the same text never share one.
         static WRITES: AtomicU64 = AtomicU64::new(0);
         let name = file_name(text, max_tokens);
@@ -90,6 +112,27 @@ impl DiskVectors {
         if written.is_err() {
             let _ = std::fs::remove_file(&temporary);
         }
+    }
+}
+
+/// Removes the oldest vector files of `dir` down to four fifths of `limit` when it holds
+/// more than `limit`; a file that cannot be read or removed is left.
+fn prune(dir: &Path, limit: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".f32"))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if files.len() <= limit {
+        return;
+    }
+    files.sort();
+    let keep = limit / 5 * 4;
+    for (_, path) in &files[..files.len() - keep] {
+        let _ = std::fs::remove_file(path);
     }
 }
 
@@ -116,6 +159,36 @@ mod tests {
         assert_eq!(disk.get("a query about kelp", 128), None);
         std::fs::write(dir.join(file_name("short", 256)), [0u8; 12]).unwrap();
         assert_eq!(disk.get("short", 256), None);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_full_directory_loses_its_oldest_vectors_on_the_first_write() {
+        let dir = std::env::temp_dir().join(format!("ac-disk-prune-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let disk = DiskVectors::with_limit(dir.clone(), 10);
+        let v: Vec<f32> = vec![0.5; DIMENSIONS];
+        let epoch = SystemTime::UNIX_EPOCH;
+        for i in 0..12u64 {
+            let text = format!("turn {i}");
+            disk.put(&text, 64, &v);
+            let file = std::fs::File::options()
+                .write(true)
+                .open(dir.join(file_name(&text, 64)))
+                .unwrap();
+            file.set_modified(epoch + std::time::Duration::from_secs(1_000 + i))
+                .unwrap();
+        }
+        // Written by this process after its first write: nothing was removed yet.
+        assert!((0..12).all(|i| disk.get(&format!("turn {i}"), 64).is_some()));
+        // The next process finds 12 > 10 and keeps the newest 8.
+        let next = DiskVectors::with_limit(dir.clone(), 10);
+        next.put("turn 12", 64, &v);
+        let kept: Vec<u64> = (0..12)
+            .filter(|i| next.get(&format!("turn {i}"), 64).is_some())
+            .collect();
+        assert_eq!(kept, (4..12).collect::<Vec<_>>());
+        assert!(next.get("turn 12", 64).is_some());
         let _ = std::fs::remove_dir_all(dir);
     }
 }
