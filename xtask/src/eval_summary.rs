@@ -231,6 +231,8 @@ async fn run_sessions(
             totals.dois_lost += m.dois_lost.len();
             totals.duplicates += m.duplicates;
             totals.facts.merge(&m.facts);
+            totals.by_value.0 += m.by_value.0;
+            totals.by_value.1 += m.by_value.1;
             println!(
                 "{name} [{}] ({group}) last fold: {} | failures {}",
                 run.name,

@@ -63,6 +63,8 @@ pub(super) fn ratio(kept: usize, total: usize) -> String {
 #[derive(Debug, Default, Clone)]
 pub(super) struct Measure {
     pub(super) facts: Tally,
+    /// Facts kept verbatim or by value (see [`kept_by_value`]): kept, total.
+    pub(super) by_value: (usize, usize),
     pub(super) missing: Vec<String>,
     pub(super) superseded: Vec<String>,
     pub(super) tokens: usize,
@@ -79,6 +81,42 @@ pub(super) struct Measure {
     pub(super) duplicates: usize,
     /// Why the receipt disagrees with the summary, if it does.
     pub(super) receipt: Option<String>,
+}
+
+/// The numbers of `text`: digit runs with their decimal points, thousands separators dropped
+/// (`18,500` and `18500` are one number).
+fn numbers_of(text: &str) -> Vec<String> {
+    static NUMBER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\d+(?:[.,]\d+)*").expect("the pattern is valid")
+    });
+    NUMBER
+        .find_iter(text)
+        .map(|m| {
+            let n = m.as_str();
+            let thousands = n
+                .split(',')
+                .skip(1)
+                .all(|g| g.len() == 3 && !g.contains('.'));
+            if thousands {
+                n.replace(',', "")
+            } else {
+                n.to_owned()
+            }
+        })
+        .collect()
+}
+
+/// A secondary measure, beside the verbatim one: a fact with numbers is kept by value when one
+/// line of the summary states every number it states (`~15%` for `about 15%`, `Mc 0.6 vs 1.1`
+/// for `Mc 0.6, compared with Mc 1.1`). Never used for the issue's bar; it tells a paraphrase
+/// from a lost value.
+pub(super) fn kept_by_value(summary: &str, fact: &str) -> bool {
+    let wanted = numbers_of(fact);
+    !wanted.is_empty()
+        && summary.lines().any(|line| {
+            let stated = numbers_of(line);
+            wanted.iter().all(|n| stated.contains(n))
+        })
 }
 
 pub(super) fn superseded_lines(summary: &str, checks: &[SupersededLine]) -> Vec<String> {
@@ -164,6 +202,8 @@ pub(super) fn measure(fold: &Fold, turns: &[EvalTurn], checks: &Corrections) -> 
         for fact in &turns[n].facts {
             let kept = summary.contains(&normalized(&fact.text));
             m.facts.add(fact.kind, kept);
+            m.by_value.0 += usize::from(kept || kept_by_value(&fold.text, &fact.text));
+            m.by_value.1 += 1;
             if !kept {
                 m.missing
                     .push(format!("t{} {}: {}", n + 1, fact.kind, fact.text));
@@ -204,6 +244,8 @@ pub(super) fn measure(fold: &Fold, turns: &[EvalTurn], checks: &Corrections) -> 
 #[derive(Debug, Default)]
 pub(super) struct Totals {
     pub(super) facts: Tally,
+    /// Facts kept verbatim or by value, over the last folds: kept, total.
+    pub(super) by_value: (usize, usize),
     pub(super) restated: usize,
     pub(super) valid_marked: usize,
     pub(super) over_budget: usize,
@@ -217,10 +259,11 @@ pub(super) struct Totals {
 impl Totals {
     pub(super) fn render(&self, budget: usize) -> String {
         format!(
-            "{} | restated (all folds covering the correction) {} | valid marked (all folds) {} | \
+            "{} | by value {} | restated (all folds covering the correction) {} | valid marked (all folds) {} | \
              duplicates (last folds) {} | max tokens {} | folds over budget ({budget}) {} | \
              folds over {SUMMARY_BAR_TOKENS} tokens {} | dois lost {} | receipt mismatches {}",
             self.facts.render(),
+            ratio(self.by_value.0, self.by_value.1),
             self.restated,
             self.valid_marked,
             self.duplicates,
@@ -249,9 +292,10 @@ pub(super) const SUMMARY_BAR_TOKENS: usize = 4000;
 
 pub(super) fn fold_line(m: &Measure) -> String {
     format!(
-        "{} | restated {} (marker-lenient {}) | valid marked {} | duplicates {} | tokens {} | \
-         dois lost {} | no-claim entries {} | receipt {}",
+        "{} | by value {} | restated {} (marker-lenient {}) | valid marked {} | duplicates {} | \
+         tokens {} | dois lost {} | no-claim entries {} | receipt {}",
         m.facts.render(),
+        ratio(m.by_value.0, m.by_value.1),
         m.restated.len(),
         m.superseded.len(),
         m.valid_marked.len(),
@@ -261,4 +305,21 @@ pub(super) fn fold_line(m: &Measure) -> String {
         m.unclaimed_entries,
         m.receipt.as_deref().unwrap_or("ok")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fact_is_kept_by_value_when_one_line_states_all_its_numbers() {
+        let summary = "- Kelp cover fell ~15% after 2,400 urchins per plot\n- Survey depth 12 m";
+        assert!(kept_by_value(summary, "about 15%"));
+        assert!(kept_by_value(summary, "15% with 2400 urchins"));
+        // Numbers on two different lines do not make one fact.
+        assert!(!kept_by_value(summary, "15% at 12 m"));
+        // A number the summary never states, and a fact without numbers.
+        assert!(!kept_by_value(summary, "about 1.5%"));
+        assert!(!kept_by_value(summary, "Okafor et al."));
+    }
 }
