@@ -21,8 +21,8 @@ use crate::findings::facts;
 /// Longest merged line, in characters: a statement the budget can still drop or shorten as
 /// one finding without taking a whole topic with it.
 pub(super) const MAX_MERGED_CHARS: usize = 600;
-/// A run of digits (with its decimal or thousands marks): a number a merge must not lose, even
-/// one too short to count as a fact.
+/// A run of digits (with its decimal or thousands marks): a number a merge must not lose, nor
+/// its label, even one too short to count as a fact.
 static DIGITS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\d+(?:[.,]\d+)*").expect("the pattern is valid"));
 /// Where clauses left out were.
@@ -190,6 +190,23 @@ pub(super) fn statements(topic: &Topic) -> usize {
     count
 }
 
+/// The number at `start..end` of `clause` with its label and unit: the two words before it
+/// (`|r| = 0.16`, `HR 0.83`) and the word after it (`27% of`), within the clause.
+fn in_context(clause: &str, start: usize, end: usize) -> &str {
+    let before = clause[..start].trim_end();
+    let from = before
+        .rfind(char::is_whitespace)
+        .map(|i| before[..i].trim_end())
+        .and_then(|b| b.rfind(char::is_whitespace).map(|i| i + 1))
+        .unwrap_or(0);
+    let after = &clause[end..];
+    let word = after.trim_start();
+    let to = word
+        .find(char::is_whitespace)
+        .map_or(clause.len(), |i| clause.len() - word.len() + i);
+    &clause[from..to]
+}
+
 fn body(text: &str) -> &str {
     text.strip_prefix(LINE)
         .or_else(|| text.strip_prefix(EVIDENCE))
@@ -197,7 +214,8 @@ fn body(text: &str) -> &str {
 }
 
 /// The clauses of `body` that state a fact `stated` does not hold or a number `text` does not
-/// state (also one too short to count as a fact), each with the clause that labels it (one
+/// state with the same label and unit ([`in_context`]; also one too short to count as a
+/// fact), each with the clause that labels it (one
 /// stating no fact, just before it, ended by `:` or a dash) and every clause that negates or
 /// restricts (as in a terse line); ` … ` where clauses were left out. `None` when no clause
 /// states anything new.
@@ -206,7 +224,10 @@ fn new_clauses(body: &str, stated: &BTreeSet<String>, text: &str) -> Option<Stri
     let new: Vec<bool> = parts
         .iter()
         .map(|(c, _)| {
-            !facts(c).is_subset(stated) || DIGITS.find_iter(c).any(|d| !text.contains(d.as_str()))
+            !facts(c).is_subset(stated)
+                || DIGITS
+                    .find_iter(c)
+                    .any(|d| !text.contains(in_context(c, d.start(), d.end())))
         })
         .collect();
     if !new.iter().any(|n| *n) {
@@ -302,6 +323,22 @@ mod tests {
         assert_eq!(read[0].lines.len(), 4);
         assert_eq!(merge(&mut read), 0);
         assert_eq!(rendered_lines(&read), again);
+    }
+
+    #[test]
+    fn a_number_is_read_with_its_label_and_unit() {
+        let c = "the tightest bound is |r| = 0.16 across plots";
+        let at = c.find("0.16").expect("present");
+        assert_eq!(in_context(c, at, at + 4), "|r| = 0.16 across");
+        assert_eq!(in_context("0.16", 0, 4), "0.16");
+        // A clause restating the bare number under another label is not a restatement.
+        let stated = facts("- Power: n = 305 for r = 0.16.");
+        let text = "- Power: n = 305 for r = 0.16";
+        assert_eq!(
+            new_clauses("Bound: |r| = 0.16", &stated, text).as_deref(),
+            Some("Bound: |r| = 0.16")
+        );
+        assert_eq!(new_clauses("n = 305 for r = 0.16", &stated, text), None);
     }
 
     #[test]
