@@ -300,7 +300,7 @@ mod tests {
             "- Thinning raised apple yield by 14.6 kg per tree (Marlow & Eze 2019).",
             "- Soil nitrate stayed at 41 ppm.",
             "- Thinned rows — yield: 14.6 kg per tree; frost damage: 23%",
-            "* Marlow & Eze 2019 thinned 12 orchards, with 14.6 kg per tree more fruit, but not on clay.",
+            "* Marlow & Eze 2019 thinned 12 orchards, raising apple yield by 14.6 kg per tree, but not on clay.",
         ])];
         let before = all_facts(&topics);
         assert_eq!(merge(&mut topics), 2);
@@ -308,7 +308,8 @@ mod tests {
             rendered_lines(&topics),
             [
                 "- Thinning raised apple yield by 14.6 kg per tree (Marlow & Eze 2019) · \
-                 … frost damage: 23% · Marlow & Eze 2019 thinned 12 orchards … but not on clay.",
+                 Thinned rows — yield: 14.6 kg per tree; frost damage: 23% · \
+                 Marlow & Eze 2019 thinned 12 orchards … but not on clay.",
                 "- Soil nitrate stayed at 41 ppm.",
             ]
         );
