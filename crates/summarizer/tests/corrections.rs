@@ -283,6 +283,83 @@ fn repeated_folds_under_a_biting_budget_lose_nothing_the_first_fold_kept() {
     assert_eq!(text, offline.consolidate(&request(Some(&text), Vec::new())));
 }
 
+/// Invented turns whose answer states a figure in a sentence and a table row, and whose
+/// synthesis states it again with more detail.
+fn stated_three_times() -> Vec<TurnDigest> {
+    (1..10)
+        .map(|i| TurnDigest {
+            invocation_id: format!("peat-{i}"),
+            user: format!("How much peat did plot {i} gain?"),
+            assistant: format!(
+                "Plot {i} gained {i}1.5 mm of peat (Varga & Lind 2018).\n\n\
+                 | Plot | Gain | Depth |\n|---|---|---|\n| P{i} | {i}1.5 mm | {i}4 cm |"
+            ),
+            tool_outputs: vec![format!(
+                "Varga & Lind 2018 cored plot {i} over {i}2 days and measured {i}1.5 mm of peat, \
+                 with {i}6 % water."
+            )],
+        })
+        .collect()
+}
+
+fn facts_of_plot(i: usize) -> [String; 4] {
+    [
+        format!("{i}1.5 mm"),
+        format!("{i}4 cm"),
+        format!("{i}2 days"),
+        format!("{i}6 % water"),
+    ]
+}
+
+/// The sentence, the table row and the synthesis line of one figure are one statement, and
+/// folding the unchanged history again erodes none of its facts.
+#[test]
+fn a_figure_stated_three_times_is_one_statement_and_survives_repeated_folds() {
+    let offline = OfflineSummarizer::new(4_000);
+    let first = offline.consolidate(&request(None, stated_three_times()));
+    let mut text = first.clone();
+    for _ in 0..5 {
+        text = offline.consolidate(&request(Some(&text), Vec::new()));
+    }
+    for summary in [&first, &text] {
+        for i in 1..10 {
+            let figure = format!("{i}1.5 mm");
+            let lines = findings(summary)
+                .lines()
+                .filter(|l| l.contains(&figure))
+                .count();
+            assert_eq!(lines, 1, "{figure} stated on {lines} lines\n{summary}");
+            for fact in facts_of_plot(i) {
+                assert!(summary.contains(&fact), "lost {fact}\n{summary}");
+            }
+        }
+    }
+    assert_eq!(text, offline.consolidate(&request(Some(&text), Vec::new())));
+}
+
+/// Under a budget that bites, folding the unchanged history of merged statements again loses
+/// nothing the first fold kept, and the summary settles.
+#[test]
+fn merged_statements_under_a_biting_budget_lose_nothing_the_first_fold_kept() {
+    let offline = OfflineSummarizer::new(400);
+    let first = offline.consolidate(&request(None, stated_three_times()));
+    assert!(first.contains("_Condensed to stay within"), "{first}");
+    assert!(first.contains(" · "), "no merged statement\n{first}");
+    let kept: Vec<String> = (1..10)
+        .flat_map(facts_of_plot)
+        .filter(|f| first.contains(f.as_str()))
+        .collect();
+    assert!(kept.len() >= 8, "{first}");
+    let mut text = first.clone();
+    for _ in 0..5 {
+        text = offline.consolidate(&request(Some(&text), Vec::new()));
+    }
+    for fact in &kept {
+        assert!(text.contains(fact.as_str()), "lost {fact}\n{text}");
+    }
+    assert_eq!(text, offline.consolidate(&request(Some(&text), Vec::new())));
+}
+
 /// The receipt counts the findings the summary states and names what the budget dropped.
 #[test]
 fn the_receipt_agrees_with_the_summary() {

@@ -10,7 +10,10 @@
 //! - every **finding** (a sentence or a Markdown table row that states a number, a citation or
 //!   an identifier, see [`crate::findings`]) of the answer (`- `) and of the tool syntheses
 //!   (`* `, evidence), each once: a line whose every fact a line kept before it states is a
-//!   **duplicate** and goes (the answer's lines are kept before the syntheses').
+//!   **duplicate** and goes (the answer's lines are kept before the syntheses'); a line that
+//!   shares a fact with an earlier line of its topic is **merged** into it ([`merge`]): it
+//!   becomes a part of that statement (`… · …`) carrying only its clauses that state something
+//!   new, so the sentence, the table row and the synthesis line of one figure are one statement.
 //!
 //! **Corrections, claim by claim** ([`crate::supersede`]): when a new turn corrects an earlier
 //! claim (a line of the previous summary, of an earlier turn of the slice, or an earlier
@@ -19,8 +22,9 @@
 //! corrected it. A claim the correction does not target stays as it was.
 //!
 //! Rolling consolidation parses the previous summary back into its topics (a summary written by
-//! another summarizer becomes one `### Earlier summary` topic) and puts the new topics after
-//! them.
+//! another summarizer becomes one `### Earlier summary` topic; a merged statement is cut back
+//! into its parts, which corrections and the budget treat line by line) and puts the new topics
+//! after them.
 //!
 //! **The budget** (`summarizer_summary_max_tokens`, characters / 4), the cheapest loss
 //! first: prose lines; question headings cut short; the bibliography without titles; terse
@@ -51,6 +55,7 @@ use compaction_core::{
 
 mod budget;
 mod correct;
+mod merge;
 mod terse;
 
 use budget::{condense, dedupe};
@@ -113,12 +118,20 @@ struct Line {
     rank: Rank,
     text: String,
     facts: BTreeSet<String>,
+    /// The merged statement ([`merge`]) this line is a part of: rendered on one line with the
+    /// statement's other parts next to it.
+    part_of: Option<usize>,
 }
 
 impl Line {
     fn new(rank: Rank, text: String) -> Line {
         let facts = facts(&text);
-        Line { rank, text, facts }
+        Line {
+            rank,
+            text,
+            facts,
+            part_of: None,
+        }
     }
 
     /// A finding's rank from its content and its origin (a line of a tool synthesis starts
@@ -170,9 +183,16 @@ impl Topic {
 
     fn render(&self, out: &mut String) {
         out.push_str(&self.heading);
+        let mut previous = None;
         for line in &self.lines {
-            out.push('\n');
-            out.push_str(&line.text);
+            let (separator, text) = merge::rendered(previous, line);
+            // A statement's part follows the one before it in the same sentence.
+            if separator == merge::PART && out.ends_with('.') {
+                out.pop();
+            }
+            out.push_str(separator);
+            out.push_str(text);
+            previous = Some(line);
         }
     }
 }
@@ -209,6 +229,8 @@ impl OfflineSummarizer {
             .as_deref()
             .map(parse_previous)
             .unwrap_or_default();
+        // Corrections target the claims a merged statement joined, one by one.
+        merge::split(&mut topics);
         let mut corrected = Vec::new();
         let mut dropped: Vec<DroppedFinding> = Vec::new();
         for (i, turn) in request.turns.iter().enumerate() {
@@ -235,17 +257,14 @@ impl OfflineSummarizer {
                     reason: DropReason::Duplicate,
                 }),
         );
+        merge::merge(&mut topics);
         let ledger = CitationLedger::from_request(request);
         let (text, budget_dropped) = self.fit(&mut topics, &entries, &ledger);
         dropped.extend(budget_dropped.into_iter().map(|finding| DroppedFinding {
             finding,
             reason: DropReason::Budget,
         }));
-        let kept = topics
-            .iter()
-            .flat_map(|t| &t.lines)
-            .filter(|l| !l.facts.is_empty())
-            .count();
+        let kept = topics.iter().map(merge::statements).sum();
         let receipt = Receipt {
             kept,
             corrected,

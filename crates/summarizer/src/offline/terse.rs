@@ -23,7 +23,7 @@ const GAP: &str = " … ";
 
 /// A clause that negates or restricts: kept even without a fact, since leaving it out could
 /// turn a qualified finding into an unqualified one.
-static QUALIFIES: LazyLock<Regex> = LazyLock::new(|| {
+pub(super) static QUALIFIES: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:not|no|never|without|nor|none|only|except|unless|but)\b")
         .expect("the pattern is valid")
 });
@@ -81,7 +81,7 @@ pub(super) fn shorten_findings(topics: &mut [Topic]) -> usize {
 
 /// The clauses of `body` at the top level (outside parentheses and brackets), each with the
 /// separator that follows it.
-fn clauses(body: &str) -> Vec<(&str, &str)> {
+pub(super) fn clauses(body: &str) -> Vec<(&str, &str)> {
     const SEPARATORS: [&str; 5] = ["; ", " — ", " – ", ": ", ", "];
     let mut out = Vec::new();
     let mut depth = 0i32;
