@@ -67,7 +67,6 @@ fn state_of(mut turns: Vec<StateTurn>) -> DecisionState {
             .join("\n\n"),
         latest_turn: turns[n - 1].render(),
         turns,
-        older: Vec::new(),
     }
 }
 

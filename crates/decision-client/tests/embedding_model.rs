@@ -53,7 +53,6 @@ fn state(turns: &[(&str, &str)]) -> DecisionState {
             .join("\n\n"),
         latest_turn: latest.render(),
         turns,
-        older: Vec::new(),
     }
 }
 
