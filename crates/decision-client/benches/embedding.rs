@@ -47,7 +47,9 @@ fn state_2000_tokens(salt: usize) -> DecisionState {
     }
     turns.push(StateTurn {
         user: format!("Turning to grid storage, question {salt}: what are the current levelized cost estimates for vanadium redox flow batteries?"),
-        assistant: "Stack materials and vanadium electrolyte prices dominate capex; LCOS between $0.20 and $0.35/kWh.".to_owned(),
+        // Several sentences, new every probe: the probe embeds each once (issue 31's
+        // sentence-level features read them at the next probe).
+        assistant: format!("Stack materials and vanadium electrolyte prices dominate capex, estimate {salt}. LCOS falls between $0.20 and $0.35/kWh in recent studies. Electrolyte leasing lowers the upfront cost for utilities."),
         ..StateTurn::default()
     });
     state_of(turns)
