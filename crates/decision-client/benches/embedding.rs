@@ -1,6 +1,7 @@
 //! The embedding decision model's cost: loading it, one short query, and a probe of a
 //! 2,000-token decision state both warm (every earlier turn already embedded, as in `serve`:
-//! only the new turn is embedded) and cold (every turn embedded). Prints the process's
+//! only the new turn is embedded: its query, its last sentence, its reply and the reply's
+//! sentences) and cold (every turn embedded). Prints the process's
 //! resident memory before and after the load. Needs the model's files (`cargo xtask
 //! fetch-model`); without them it says so and measures nothing.
 //!
