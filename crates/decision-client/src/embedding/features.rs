@@ -43,7 +43,8 @@ pub struct TurnVectors {
     /// The assistant reply (its opening).
     pub reply: Vec<f32>,
     /// The reply's first [`MAX_SENTENCES`] sentences ([`sentences`]), each embedded on its
-    /// own; empty when they are not needed (the latest turn, turns older than the unit).
+    /// own; empty when not read (turns older than the unit; the features never read the
+    /// latest turn's, which the model embeds for the next probe).
     pub reply_sentences: Vec<Vec<f32>>,
 }
 
@@ -444,6 +445,23 @@ mod tests {
         };
         let sims = similarities(&unsplit);
         assert!((sims[at("sent_prev_reply")] - 0.5f64.sqrt()).abs() < 1e-6);
+    }
+
+    proptest::proptest! {
+        /// Every sentence is a piece of the reply with three words or more, in order, at
+        /// most [`MAX_SENTENCES`] of them, and never just one.
+        #[test]
+        fn sentences_are_ordered_pieces_of_the_reply(reply in "([a-z]{1,6}[ .?!:\n]{1,2}){0,40}") {
+            let found = sentences(&reply);
+            proptest::prop_assert!(found.len() <= MAX_SENTENCES && found.len() != 1);
+            let mut from = 0;
+            for s in found {
+                proptest::prop_assert!(s.split_whitespace().count() >= 3, "{s:?}");
+                let at = reply[from..].find(s);
+                proptest::prop_assert!(at.is_some(), "{s:?} not after byte {from} of {reply:?}");
+                from += at.unwrap_or(0) + s.len();
+            }
+        }
     }
 
     /// A query pointing away from the unit scores lower similarities than one that stays,
