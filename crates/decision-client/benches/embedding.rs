@@ -1,6 +1,7 @@
 //! The embedding decision model's cost: loading it, one short query, and a probe of a
 //! 2,000-token decision state both warm (every earlier turn already embedded, as in `serve`:
-//! only the new turn is embedded) and cold (every turn embedded). Prints the process's
+//! only the new turn is embedded: its query, its last sentence, its reply and the reply's
+//! sentences) and cold (every turn embedded). Prints the process's
 //! resident memory before and after the load. Needs the model's files (`cargo xtask
 //! fetch-model`); without them it says so and measures nothing.
 //!
@@ -47,7 +48,9 @@ fn state_2000_tokens(salt: usize) -> DecisionState {
     }
     turns.push(StateTurn {
         user: format!("Turning to grid storage, question {salt}: what are the current levelized cost estimates for vanadium redox flow batteries?"),
-        assistant: "Stack materials and vanadium electrolyte prices dominate capex; LCOS between $0.20 and $0.35/kWh.".to_owned(),
+        // Several sentences, new every probe: the probe embeds each once (issue 31's
+        // sentence-level features read them at the next probe).
+        assistant: format!("Stack materials and vanadium electrolyte prices dominate capex, estimate {salt}. LCOS falls between $0.20 and $0.35/kWh in recent studies. Electrolyte leasing lowers the upfront cost for utilities."),
         ..StateTurn::default()
     });
     state_of(turns)

@@ -38,13 +38,13 @@ use std::process::ExitCode;
 use compaction_core::CharsPerToken;
 use compaction_core::DEFAULT_STATE_BUDGET_TOKENS;
 use decision_client::embedding::Encoder;
-use decision_client::embedding::features::{N_BASE, N_FEATURES, feature_names};
+use decision_client::embedding::features::{N_BASE, N_FEATURES, SIMILARITY_NAMES, feature_names};
 use decision_client::embedding::files::resolve;
 use decision_client::eval::{load_cases, metrics, roc_auc};
 use decision_client::sessions::{load_sessions, turn_cases};
 
 use logistic::Head;
-use store::{Row, Store};
+use store::{Row, Store, separate_layout};
 
 const TAU: f64 = 0.75;
 /// Chosen with `--search` on the four shared sessions' leave-one-session-out figures and TIAGE
@@ -338,6 +338,9 @@ struct Args {
     /// model that remembered the whole session would): an experiment, never the committed
     /// head, since the engine sends the window only.
     with_history: bool,
+    /// Similarities left out of the fit (`--drop a,b`: their columns zeroed in both blocks,
+    /// so their weights stay 0): the ablations of docs/DECISION-QUALITY.md.
+    drop: Vec<String>,
     reg: Reg,
 }
 
@@ -352,6 +355,7 @@ fn args() -> Result<Args, String> {
         separate: false,
         no_prior: false,
         with_history: false,
+        drop: Vec::new(),
         reg: REG,
     };
     let mut it = std::env::args().skip(1);
@@ -371,6 +375,15 @@ fn args() -> Result<Args, String> {
             "--separate" => a.separate = true,
             "--no-prior" => a.no_prior = true,
             "--with-history" => a.with_history = true,
+            "--drop" => {
+                let v = value()?;
+                for name in v.to_string_lossy().split(',') {
+                    if !SIMILARITY_NAMES.contains(&name) {
+                        return Err(format!("--drop: no similarity named {name:?}"));
+                    }
+                    a.drop.push(name.to_owned());
+                }
+            }
             "--research-l2" => {
                 let v = value()?;
                 a.reg.research = v
@@ -407,7 +420,7 @@ fn load(a: &Args) -> Result<(Data, Store), String> {
             .map(|c| store.row(&c.state(), None, c.label, 1.0, c.id.clone()))
             .collect()
     };
-    let (train, dev, test) = (split("train"), split("dev"), split("test"));
+    let (mut train, mut dev, mut test) = (split("train"), split("dev"), split("test"));
     let mut sessions = Vec::new();
     let mut tuning = Vec::new();
     let repo = test_data::repo_path(test_data::RESEARCH_SESSIONS);
@@ -419,7 +432,7 @@ fn load(a: &Args) -> Result<(Data, Store), String> {
             // `--with-history`: the session's whole uncompacted tail beside the 500-token
             // state, as a model that remembered the session would see it.
             let whole = turn_cases(&s, &CharsPerToken, usize::MAX / 4);
-            let rows = turn_cases(&s, &CharsPerToken, DEFAULT_STATE_BUDGET_TOKENS)
+            let rows: Vec<Row> = turn_cases(&s, &CharsPerToken, DEFAULT_STATE_BUDGET_TOKENS)
                 .iter()
                 .map(|t| {
                     let history = whole
@@ -439,6 +452,21 @@ fn load(a: &Args) -> Result<(Data, Store), String> {
         }
     }
     store.save();
+    let columns: Vec<usize> = SIMILARITY_NAMES
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| a.drop.iter().any(|d| d == *n))
+        .flat_map(|(i, _)| [i, N_BASE + i])
+        .collect();
+    let rows = train
+        .iter_mut()
+        .chain(dev.iter_mut())
+        .chain(test.iter_mut())
+        .chain(sessions.iter_mut().flat_map(|(_, rows)| rows.iter_mut()));
+    for r in rows {
+        columns.iter().for_each(|&i| r.x[i] = 0.0);
+        r.xs = separate_layout(&r.x);
+    }
     if train.is_empty() || dev.is_empty() {
         return Err(format!("{}: needs train and dev cases", a.cases.display()));
     }
@@ -484,8 +512,8 @@ fn main() -> ExitCode {
     }
     let emb = if a.separate { separate_x } else { embedding_x };
     eprintln!(
-        "penalties {:?}, separate blocks {}, research prior {}, history beyond the window {}",
-        a.reg, a.separate, !a.no_prior, a.with_history
+        "penalties {:?}, separate blocks {}, research prior {}, history beyond the window {}, dropped {:?}",
+        a.reg, a.separate, !a.no_prior, a.with_history, a.drop
     );
     report(
         "embedding model, leave-one-session-out",

@@ -6,7 +6,9 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use compaction_core::{DecisionState, StateTurn};
-use decision_client::embedding::features::{features, has_table, last_sentence};
+use decision_client::embedding::features::{
+    UNIT_TURNS, features, has_table, last_sentence, sentences,
+};
 use decision_client::embedding::head;
 use decision_client::embedding::{Encoder, QUERY_TOKENS, REPLY_TOKENS, StateVectors, TurnVectors};
 use decision_client::offline::Features;
@@ -122,23 +124,36 @@ impl Store {
         } else {
             state.turns.clone()
         };
-        let mut turn = |u: &str, a: &str| TurnVectors {
+        // The unit's replies (the last `UNIT_TURNS` turns before the latest) are also read
+        // sentence by sentence.
+        let mut turn = |u: &str, a: &str, in_unit: bool| TurnVectors {
             query: self.vector(u, QUERY_TOKENS),
             reply: self.vector(a, REPLY_TOKENS),
+            reply_sentences: if in_unit {
+                sentences(a)
+                    .into_iter()
+                    .map(|s| self.vector(s, REPLY_TOKENS))
+                    .collect()
+            } else {
+                Vec::new()
+            },
         };
         let Some((latest, earlier)) = turns.split_last() else {
             return StateVectors::default();
         };
+        let unit = |n: usize, i: usize| i + UNIT_TURNS >= n;
         let earlier = earlier
             .iter()
-            .map(|t| turn(&t.user, &t.assistant))
+            .enumerate()
+            .map(|(i, t)| turn(&t.user, &t.assistant, unit(earlier.len(), i)))
             .collect();
+        let history = history.unwrap_or_default();
         let history = history
-            .unwrap_or_default()
             .iter()
-            .map(|t| turn(&t.user, &t.assistant))
+            .enumerate()
+            .map(|(i, t)| turn(&t.user, &t.assistant, unit(history.len(), i)))
             .collect();
-        let latest_v = turn(&latest.user, &latest.assistant);
+        let latest_v = turn(&latest.user, &latest.assistant, false);
         let latest_tail = match last_sentence(&latest.user) {
             Some(tail) => self.vector(tail, QUERY_TOKENS),
             None => latest_v.query.clone(),

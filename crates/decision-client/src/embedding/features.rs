@@ -16,6 +16,10 @@
 //! | `prev_shift` | 1 − cosine of the previous query and the turns before it: the previous turn itself changed the subject, so this one follows it |
 //! | `prev_recap` | cosine of the previous reply and the turns before it: the previous turn looked back over the unit (a recap, a comparison), so the unit may be done |
 //! | `prev_table` | the previous reply holds a Markdown table (structure: a deliverable that gathers the unit) |
+//! | `sent_prev_reply` | best cosine of the query with one sentence of the previous reply: the query picks up something the assistant just said (a drill-down that brings new words still names one of its points) |
+//! | `tail_sent_prev_reply` | the same for the query's last sentence |
+//! | `reply_sent_prev_reply` | best cosine of the latest reply with one sentence of the previous reply |
+//! | `sent_unit` | best cosine of the query with one sentence of any reply of the unit |
 //! | the lexical model's fitted features but `research_context` | [`crate::offline`] (novelty shares, a question, query length, the cue lists that occur in TIAGE, …) |
 //!
 //! Each of these appears twice: in the shared block (`all.*`, every state) and in the
@@ -38,12 +42,28 @@ pub struct TurnVectors {
     pub query: Vec<f32>,
     /// The assistant reply (its opening).
     pub reply: Vec<f32>,
+    /// The reply's first [`MAX_SENTENCES`] sentences ([`sentences`]), each embedded on its
+    /// own; empty when not read (turns older than the unit; the features never read the
+    /// latest turn's, which the model embeds for the next probe).
+    pub reply_sentences: Vec<Vec<f32>>,
 }
 
 impl TurnVectors {
     /// Query and reply together: their normalised sum.
     fn whole(&self) -> Vec<f32> {
         centroid([self.query.as_slice(), self.reply.as_slice()])
+    }
+
+    /// The best cosine of `v` with one of the reply's sentences (with the reply itself when
+    /// it has none).
+    fn best_sentence(&self, v: &[f32]) -> f64 {
+        if self.reply_sentences.is_empty() {
+            return cosine(v, &self.reply);
+        }
+        self.reply_sentences
+            .iter()
+            .map(|s| cosine(v, s))
+            .fold(f64::NEG_INFINITY, f64::max)
     }
 }
 
@@ -76,7 +96,7 @@ pub struct StateVectors {
 }
 
 /// Number of similarity features (the first block of [`BASE_NAMES`]).
-pub const N_SIMILARITIES: usize = 12;
+pub const N_SIMILARITIES: usize = 16;
 /// Number of features of one context block: the similarities and the lexical model's fitted
 /// features but its last (`research_context`, which chooses the block).
 pub const N_BASE: usize = N_SIMILARITIES + LEXICAL_FEATURES.len() - 1;
@@ -97,6 +117,10 @@ pub const SIMILARITY_NAMES: [&str; N_SIMILARITIES] = [
     "prev_shift",
     "prev_recap",
     "prev_table",
+    "sent_prev_reply",
+    "tail_sent_prev_reply",
+    "reply_sent_prev_reply",
+    "sent_unit",
 ];
 
 /// Names of the fitted features, in weight order: `all.<name>` for the shared block (every
@@ -167,6 +191,17 @@ pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
     let wholes: Vec<Vec<f32>> = unit.iter().map(TurnVectors::whole).collect();
     let unit_centroid = centroid(wholes.iter().map(Vec::as_slice));
     let unit_replies = centroid(unit.iter().map(|t| t.reply.as_slice()));
+    let sentences = match known.last() {
+        Some(prev) => [
+            prev.best_sentence(q),
+            prev.best_sentence(&v.latest_tail),
+            prev.best_sentence(&v.latest.reply),
+            unit.iter()
+                .map(|t| t.best_sentence(q))
+                .fold(f64::NEG_INFINITY, f64::max),
+        ],
+        None => [0.0; 4],
+    };
     let (previous, prev_shift, prev_recap) = match known.split_last() {
         Some((prev, before)) => {
             let before = &before[before.len().saturating_sub(UNIT_TURNS)..];
@@ -214,6 +249,10 @@ pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
         prev_shift,
         prev_recap,
         flag(v.previous_table),
+        sentences[0],
+        sentences[1],
+        sentences[2],
+        sentences[3],
     ]
 }
 
@@ -239,33 +278,56 @@ pub fn features(v: &StateVectors, lexical: &Lexical) -> [f64; N_FEATURES] {
     x
 }
 
+/// How many of a reply's sentences are embedded one by one.
+pub const MAX_SENTENCES: usize = 8;
+
+/// The sentences of `text`, trimmed: cut after `.`, `?`, `!`, `:` or a line break followed
+/// by white space, and with `every_line` at every line break (a list item, a table row).
+fn split_sentences(text: &str, every_line: bool) -> Vec<&str> {
+    let trimmed = text.trim();
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, c) in trimmed.char_indices() {
+        let end = i + c.len_utf8();
+        let cut = (every_line && c == '\n')
+            || (matches!(c, '.' | '?' | '!' | ':' | '\n')
+                && trimmed[end..]
+                    .chars()
+                    .next()
+                    .is_some_and(char::is_whitespace));
+        if cut {
+            out.push(trimmed[start..end].trim());
+            start = end;
+        }
+    }
+    out.push(trimmed[start..].trim());
+    out
+}
+
+fn is_sentence(s: &str) -> bool {
+    s.split_whitespace().count() >= 3
+}
+
 /// The last sentence of `query` with at least three words, when the query has more than
 /// one sentence; `None` otherwise.
 pub fn last_sentence(query: &str) -> Option<&str> {
-    let trimmed = query.trim();
-    let mut cuts: Vec<usize> = trimmed
-        .char_indices()
-        .filter(|&(i, c)| {
-            matches!(c, '.' | '?' | '!' | ':' | '\n')
-                && trimmed[i + c.len_utf8()..]
-                    .chars()
-                    .next()
-                    .is_some_and(char::is_whitespace)
-        })
-        .map(|(i, c)| i + c.len_utf8())
-        .collect();
-    if cuts.is_empty() {
+    let all = split_sentences(query, false);
+    if all.len() < 2 {
         return None;
     }
-    let mut ends = cuts.clone();
-    ends.push(trimmed.len());
-    cuts.insert(0, 0);
     // From the last sentence backwards, the first one long enough to be a sentence.
-    cuts.iter()
-        .zip(&ends)
-        .rev()
-        .map(|(&start, &end)| trimmed[start..end].trim())
-        .find(|s| s.split_whitespace().count() >= 3)
+    all.into_iter().rev().find(|s| is_sentence(s))
+}
+
+/// The first [`MAX_SENTENCES`] sentences of `reply` with at least three words each, when
+/// it has more than one; empty otherwise (the reply's own vector stands for it).
+pub fn sentences(reply: &str) -> Vec<&str> {
+    let all: Vec<&str> = split_sentences(reply, true)
+        .into_iter()
+        .filter(|s| is_sentence(s))
+        .take(MAX_SENTENCES)
+        .collect();
+    if all.len() < 2 { Vec::new() } else { all }
 }
 
 #[cfg(test)]
@@ -290,6 +352,7 @@ mod tests {
         TurnVectors {
             query: v.to_vec(),
             reply: v.to_vec(),
+            reply_sentences: Vec::new(),
         }
     }
 
@@ -325,6 +388,80 @@ mod tests {
             last_sentence("Okay. Tell me about kelp carbon storage. Thanks!"),
             Some("Tell me about kelp carbon storage.")
         );
+    }
+
+    #[test]
+    fn a_reply_is_read_sentence_by_sentence_and_line_by_line() {
+        let reply = "Kelp stores carbon in two ways.\n- Blades export detritus to deep water\n| site | rate |\nOk.";
+        assert_eq!(
+            sentences(reply),
+            vec![
+                "Kelp stores carbon in two ways.",
+                "- Blades export detritus to deep water",
+                "| site | rate |",
+            ]
+        );
+        assert!(sentences("Kelp stores carbon in two ways.").is_empty());
+        let long = "One two three. ".repeat(MAX_SENTENCES + 3);
+        assert_eq!(sentences(&long).len(), MAX_SENTENCES);
+    }
+
+    /// A query that picks up one sentence of the previous reply scores that sentence's
+    /// cosine, above its cosine with the whole reply; without sentences the whole reply
+    /// stands for them.
+    #[test]
+    fn the_best_sentence_of_the_previous_reply_counts() {
+        let [a, b, c] = axes();
+        let at = |name: &str| SIMILARITY_NAMES.iter().position(|n| *n == name).unwrap();
+        let whole = centroid([a.as_slice(), b.as_slice()]);
+        let previous = TurnVectors {
+            query: a.clone(),
+            reply: whole.clone(),
+            reply_sentences: vec![a.clone(), b.clone()],
+        };
+        let state = StateVectors {
+            earlier: vec![previous.clone()],
+            history: Vec::new(),
+            latest: TurnVectors {
+                query: b.clone(),
+                reply: c.clone(),
+                reply_sentences: Vec::new(),
+            },
+            latest_tail: b.clone(),
+            previous_table: false,
+        };
+        let sims = similarities(&state);
+        assert!((sims[at("sent_prev_reply")] - 1.0).abs() < 1e-6, "{sims:?}");
+        assert!((sims[at("sim_prev_reply")] - 0.5f64.sqrt()).abs() < 1e-6);
+        assert!((sims[at("tail_sent_prev_reply")] - 1.0).abs() < 1e-6);
+        assert!(sims[at("reply_sent_prev_reply")].abs() < 1e-6);
+        assert!((sims[at("sent_unit")] - 1.0).abs() < 1e-6);
+        let unsplit = StateVectors {
+            earlier: vec![TurnVectors {
+                reply_sentences: Vec::new(),
+                ..previous
+            }],
+            ..state
+        };
+        let sims = similarities(&unsplit);
+        assert!((sims[at("sent_prev_reply")] - 0.5f64.sqrt()).abs() < 1e-6);
+    }
+
+    proptest::proptest! {
+        /// Every sentence is a piece of the reply with three words or more, in order, at
+        /// most [`MAX_SENTENCES`] of them, and never just one.
+        #[test]
+        fn sentences_are_ordered_pieces_of_the_reply(reply in "([a-z]{1,6}[ .?!:\n]{1,2}){0,40}") {
+            let found = sentences(&reply);
+            proptest::prop_assert!(found.len() <= MAX_SENTENCES && found.len() != 1);
+            let mut from = 0;
+            for s in found {
+                proptest::prop_assert!(s.split_whitespace().count() >= 3, "{s:?}");
+                let at = reply[from..].find(s);
+                proptest::prop_assert!(at.is_some(), "{s:?} not after byte {from} of {reply:?}");
+                from += at.unwrap_or(0) + s.len();
+            }
+        }
     }
 
     /// A query pointing away from the unit scores lower similarities than one that stays,

@@ -10,7 +10,9 @@
 //! the cache is bounded by [`CACHE_ENTRIES`]), so a probe embeds only the latest turn; the
 //! factory also keeps them in the user cache directory (`…/adaptive-compaction/vectors/`),
 //! so a one-shot `compaction evaluate` process embeds only the turns no earlier one did. The
-//! query is embedded whole (up to 256 tokens), a reply's first [`REPLY_TOKENS`] tokens.
+//! query is embedded whole (up to 256 tokens), a reply's first [`REPLY_TOKENS`] tokens, and
+//! each of a reply's first eight sentences (`features::MAX_SENTENCES`) on its own (read at the
+//! next probe, where the reply is the previous one; embedded with its turn, once).
 //!
 //! Without the feature only [`files`] (where the files are; `cargo xtask fetch-model`
 //! installs them there) and [`features`] (pure arithmetic) are built.
@@ -45,7 +47,7 @@ pub use files::{ModelDir, ModelFileError};
 pub use model::{EmbeddingModel, VectorCache, state_vectors};
 
 /// The served-model name the embedding model reports.
-pub const MODEL_NAME: &str = "all-MiniLM-L6-v2+head-v3";
+pub const MODEL_NAME: &str = "all-MiniLM-L6-v2+head-v4";
 /// How many of a reply's tokens are embedded.
 pub const REPLY_TOKENS: usize = 128;
 /// How many of a query's tokens are embedded (the model's whole window).

@@ -113,22 +113,46 @@ pub fn state_vectors(
     cache: &VectorCache,
     turns: &[StateTurn],
 ) -> Result<StateVectors, String> {
+    let sentences = |t: &StateTurn| -> Result<Vec<Vec<f32>>, String> {
+        features::sentences(&t.assistant)
+            .into_iter()
+            .map(|s| cache.vector(encoder, s, REPLY_TOKENS).map(|v| v.to_vec()))
+            .collect()
+    };
     let turn = |t: &StateTurn| -> Result<TurnVectors, String> {
         Ok(TurnVectors {
             query: cache.vector(encoder, &t.user, QUERY_TOKENS)?.to_vec(),
             reply: cache.vector(encoder, &t.assistant, REPLY_TOKENS)?.to_vec(),
+            reply_sentences: Vec::new(),
         })
     };
     let Some((latest, earlier)) = turns.split_last() else {
         return Ok(StateVectors::default());
     };
-    let latest_vectors = turn(latest)?;
+    // The latest reply's sentences are embedded now, once, for the next probe (where it is
+    // the previous reply); the unit's replies are read sentence by sentence.
+    let latest_vectors = TurnVectors {
+        reply_sentences: sentences(latest)?,
+        ..turn(latest)?
+    };
+    let unit_start = earlier.len().saturating_sub(features::UNIT_TURNS);
+    let with_sentences = |(i, t): (usize, &StateTurn)| -> Result<TurnVectors, String> {
+        let mut v = turn(t)?;
+        if i >= unit_start {
+            v.reply_sentences = sentences(t)?;
+        }
+        Ok(v)
+    };
     let latest_tail = match features::last_sentence(&latest.user) {
         Some(tail) => cache.vector(encoder, tail, QUERY_TOKENS)?.to_vec(),
         None => latest_vectors.query.clone(),
     };
     Ok(StateVectors {
-        earlier: earlier.iter().map(turn).collect::<Result<_, _>>()?,
+        earlier: earlier
+            .iter()
+            .enumerate()
+            .map(with_sentences)
+            .collect::<Result<_, _>>()?,
         history: Vec::new(),
         latest: latest_vectors,
         latest_tail,
