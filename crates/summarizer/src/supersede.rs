@@ -34,6 +34,7 @@ use regex::Regex;
 use crate::citation::{self, CitationKind};
 use crate::findings;
 
+mod dispute;
 mod restate;
 
 pub(crate) use restate::{mask_values, only_restates, restates, retracted_values, split_claim};
@@ -80,7 +81,10 @@ static NEGATED: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// A word a sentence negates: `reaction-controlled, not diffusion-controlled`.
 static NEGATED_WORD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:not|rather than|instead of)\s+(?:a\s+|an\s+|the\s+)?(\p{L}[\p{L}\-]{2,})")
+    Regex::new(concat!(
+        r"(?i)\b(?:not|rather than|instead of)\s+(?:(?:a|an|the|per|in|at|on|for|by)\s+)?",
+        r"(\p{L}[\p{L}\-]{2,})"
+    ))
         .expect("the pattern is valid")
 });
 /// A word a sentence puts in place of a negated one: `reaction-limited, not diffusion-limited`
@@ -88,7 +92,7 @@ static NEGATED_WORD: LazyLock<Regex> = LazyLock::new(|| {
 static REPLACED_WORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"(?i)(\p{L}[\p{L}\-]{2,})(?:,\s+not|,?\s+rather than|,?\s+instead of)\s+",
-        r"(?:a\s+|an\s+|the\s+)?(\p{L}[\p{L}\-]{2,})"
+        r"(?:(?:a|an|the|per|in|at|on|for|by)\s+)?(\p{L}[\p{L}\-]{2,})"
     ))
     .expect("the pattern is valid")
 });
@@ -99,6 +103,20 @@ static VALUE_WAS_WRONG: LazyLock<Regex> = LazyLock::new(|| {
         r"incorrect|an error|a mistake|mis\w+)"
     ))
     .expect("the pattern is valid")
+});
+/// A value a revision moves away from: `revises the total from 1,610 to 1,580` (group 1).
+static MOVED_FROM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i)\bfrom\s+(?:about\s+|~)?([−\-+±]?\d[\d,]*(?:\.\d+)?)[^\d.;]{0,16}?\s+",
+        r"(?:to|→|->)\s+[−\-+±]?\d"
+    ))
+    .expect("the pattern is valid")
+});
+/// The ordinary vocabulary of revising a figure (not of a change in the world: `fell from
+/// 12 to 9` moves no claim).
+static REVISES: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:revis\w*|amend\w*|updat\w*|recalculat\w*|recomput\w*)")
+        .expect("the pattern is valid")
 });
 static FIRST_PERSON: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:i|my|me|i'd|i've|i'm|mine)\b").expect("the pattern is valid")
@@ -175,12 +193,14 @@ pub(crate) fn announces_error(sentence: &str) -> bool {
     ERROR.is_match(sentence)
 }
 
-/// True when a sentence affirms what it states.
+/// True when a sentence affirms what it states. Agreeing with the user (`you are right`) is
+/// a concession ([`dispute`]), not an affirmation.
 pub(crate) fn affirms(sentence: &str) -> bool {
-    AFFIRM.is_match(sentence)
+    AFFIRM.is_match(&dispute::without_agreement(sentence))
 }
 
-/// The values a sentence negates or calls wrong. The year of a source the sentence cites is
+/// The values a sentence negates, calls wrong, or revises away from (`revises the total from
+/// 1,610 to 1,580`; not `fell from 12 to 9`, a change in the world). The year of a source the sentence cites is
 /// not one (`I re-read Quint et al. 2020 and my figure was wrong`).
 pub(crate) fn negated_values(sentence: &str) -> BTreeSet<String> {
     let years: BTreeSet<String> = citation::extract(sentence)
@@ -193,9 +213,15 @@ pub(crate) fn negated_values(sentence: &str) -> BTreeSet<String> {
             })
         })
         .collect();
+    let revised = REVISES.is_match(sentence);
     NEGATED
         .captures_iter(sentence)
         .chain(VALUE_WAS_WRONG.captures_iter(sentence))
+        .chain(
+            MOVED_FROM
+                .captures_iter(sentence)
+                .filter(|_| revised),
+        )
         .filter_map(|c| c.get(1))
         .map(|m| core_value(m.as_str()))
         .filter(|v| v.chars().filter(char::is_ascii_digit).count() >= 2 && !years.contains(v))
@@ -268,13 +294,17 @@ struct Candidate<'a> {
     /// neighbour's figures belong to).
     words: BTreeSet<String>,
     values: BTreeSet<String>,
+    /// A user's proposal the answer conceded ([`dispute::proposals`]): it corrects by
+    /// negating a word as an announced sentence does.
+    proposal: bool,
 }
 
 /// The sentences of a turn that may correct. A sentence is announced when it uses the
 /// vocabulary of error or lies within [`ANNOUNCED_SPAN`] sentences of one that does and
 /// states no value itself; a table row is announced when the answer has such a value-less
-/// announcement. The user's sentences count only when they correct the user's own statement.
-fn correcting_sentences(turn: &NewTurn) -> Vec<Candidate<'_>> {
+/// announcement. The user's sentences count when they correct the user's own statement, or
+/// propose a correction the answer conceded (`proposals`).
+fn correcting_sentences<'t>(turn: &'t NewTurn, proposals: &[&'t String]) -> Vec<Candidate<'t>> {
     let announcements: Vec<usize> = turn
         .answer
         .iter()
@@ -298,6 +328,7 @@ fn correcting_sentences(turn: &NewTurn) -> Vec<Candidate<'_>> {
             announced: announces_error(s) || !near.is_empty(),
             words: w,
             values: values(s),
+            proposal: false,
         });
     }
     for row in &turn.rows {
@@ -306,15 +337,19 @@ fn correcting_sentences(turn: &NewTurn) -> Vec<Candidate<'_>> {
             announced: turn.rows_announced || announces_error(row),
             words: words(row),
             values: values(row),
+            proposal: false,
         });
     }
     for s in &turn.user {
-        if announces_error(s) && FIRST_PERSON.is_match(s) && !s.trim_end().ends_with('?') {
+        let own = announces_error(s) && FIRST_PERSON.is_match(s) && !s.trim_end().ends_with('?');
+        let proposal = proposals.contains(&s);
+        if own || proposal {
             out.push(Candidate {
                 text: s,
                 announced: true,
                 words: words(s),
                 values: values(s),
+                proposal,
             });
         }
     }
@@ -337,21 +372,29 @@ fn labels(claims: &[Claim<'_>]) -> BTreeSet<String> {
 }
 
 /// What a turn's correcting sentences share: values stated in many topics (labels), values a
-/// sentence affirms (protected), and what the turn explicitly disputes (values and words it
-/// negates in its announced sentences).
+/// clause affirms or the answer stood by against the user's dispute (protected), and what the
+/// turn explicitly disputes (values and words it negates in its announced sentences).
 struct TurnContext {
     labels: BTreeSet<String>,
     protected: BTreeSet<String>,
+    /// Contested values the answer stood by: no claim stating one is superseded.
+    stood: BTreeSet<String>,
     disputed: BTreeSet<String>,
 }
 
 impl TurnContext {
-    fn of(claims: &[Claim<'_>], sentences: &[Candidate<'_>]) -> TurnContext {
-        let protected = sentences
+    fn of(
+        claims: &[Claim<'_>],
+        sentences: &[Candidate<'_>],
+        stood: BTreeSet<String>,
+    ) -> TurnContext {
+        let mut protected: BTreeSet<String> = sentences
             .iter()
-            .filter(|c| affirming(c.text))
-            .flat_map(|c| c.values.iter().cloned())
+            .flat_map(|c| dispute::clauses(c.text))
+            .filter(|c| affirming(c))
+            .flat_map(values)
             .collect();
+        protected.extend(stood.iter().cloned());
         let disputed = sentences
             .iter()
             .filter(|c| c.announced)
@@ -366,6 +409,7 @@ impl TurnContext {
         TurnContext {
             labels: labels(claims),
             protected,
+            stood,
             disputed,
         }
     }
@@ -418,8 +462,10 @@ fn weighs_replacement(sentence: &str, claim_words: &BTreeSet<String>) -> bool {
 
 /// The claims `turn` corrects, each with the sentence that corrects it (the first one found).
 pub(crate) fn supersessions(claims: &[Claim<'_>], turn: &NewTurn) -> Vec<Supersession> {
-    let sentences = correcting_sentences(turn);
-    let context = TurnContext::of(claims, &sentences);
+    let exchange = dispute::read(claims, turn);
+    let proposals = dispute::proposals(claims, turn, &exchange);
+    let sentences = correcting_sentences(turn, &proposals);
+    let context = TurnContext::of(claims, &sentences, exchange.stood_by(turn));
     // (claim, sentence index, by a swap)
     let found: Vec<(usize, usize, bool)> = claims
         .iter()
@@ -473,6 +519,9 @@ fn first_correction(
     context: &TurnContext,
 ) -> Option<(usize, bool)> {
     let c = Stated::of(claim);
+    if !c.values.is_disjoint(&context.stood) {
+        return None;
+    }
     let claim_sources = sources(claim);
     let protected = &context.protected;
     for (j, cand) in sentences.iter().enumerate() {
@@ -496,7 +545,7 @@ fn first_correction(
         let negated = negated_values(cand.text)
             .into_iter()
             .any(|v| c.values.contains(&v) && !protected.contains(&v));
-        let negated_word = announces_error(cand.text)
+        let negated_word = (announces_error(cand.text) || cand.proposal)
             && NEGATED_WORD.captures_iter(cand.text).any(|m| {
                 m.get(1)
                     .is_some_and(|w| words(w.as_str()).iter().any(|p| c.words.contains(p)))
@@ -850,6 +899,73 @@ mod tests {
             rows_announced: true,
         };
         assert_eq!(targets(&lines, &t), [0]);
+    }
+
+    #[test]
+    fn a_dispute_stood_by_beside_an_unrelated_error_word_supersedes_nothing() {
+        let lines = ["- Seed germination reached 64% at 18 °C in the dark trays (Ruiz 2017)."];
+        let t = turn(
+            "I recall 78% germination from the greenhouse. Are you sure about 64%?",
+            &[
+                "I re-checked the tray log.",
+                "The 78% germination you recall is the greenhouse value, corrected for light, so both stand; the 64% germination figure is right for the dark trays.",
+            ],
+        );
+        assert!(targets(&lines, &t).is_empty());
+    }
+
+    #[test]
+    fn agreeing_with_the_user_concedes_rather_than_affirms() {
+        let lines = [
+            "- Glacier front retreat averaged 0.85 km per year across the 12 outlets (Nakamura 2015).",
+            "- Calving flux was 31.5 Gt per year.",
+        ];
+        let t = turn(
+            "I think the 0.85 km retreat was per decade, not per year.",
+            &[
+                "You are right: Nakamura 2015 gives 0.85 km per decade across the 12 outlets, about 0.085 km per year.",
+                "My earlier figure was wrong.",
+            ],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
+    }
+
+    #[test]
+    fn a_conceded_user_proposal_is_the_correction() {
+        let lines = [
+            "- Glacier front retreat averaged 0.85 km per year across the outlets.",
+            "- Calving flux was 31.5 Gt per year.",
+        ];
+        let t = turn(
+            "I think the glacier front retreat of 0.85 km was per decade, not per year.",
+            &["You are right, my mistake."],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
+        // The same proposal, not conceded, corrects nothing.
+        let kept = turn(
+            "I think the glacier front retreat of 0.85 km was per decade, not per year.",
+            &["The outlet record gives 0.85 km per year; the annual figure stands."],
+        );
+        assert!(targets(&lines, &kept).is_empty());
+    }
+
+    #[test]
+    fn a_revision_from_one_value_to_another_supersedes_the_old_value() {
+        let lines = [
+            "- Correction: the nest total for all three valleys was 2,310, not 1,870.",
+            "- Rainfall averaged 877 mm per year.",
+        ];
+        let t = turn(
+            "Does the recount change it?",
+            &["The recount revises the three-valley nest total from 2,310 to 2,265."],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
+        // A change in the world is no revision.
+        let trend = turn(
+            "And since?",
+            &["The three-valley nest total fell from 2,310 to 2,265 by the next survey."],
+        );
+        assert!(targets(&lines, &trend).is_empty());
     }
 
     #[test]
