@@ -85,7 +85,7 @@ static NEGATED_WORD: LazyLock<Regex> = LazyLock::new(|| {
         r"(?i)\b(?:not|rather than|instead of)\s+(?:(?:a|an|the|per|in|at|on|for|by)\s+)?",
         r"(\p{L}[\p{L}\-]{2,})"
     ))
-        .expect("the pattern is valid")
+    .expect("the pattern is valid")
 });
 /// A word a sentence puts in place of a negated one: `reaction-limited, not diffusion-limited`
 /// (group 1 replaces group 2).
@@ -112,10 +112,11 @@ static MOVED_FROM: LazyLock<Regex> = LazyLock::new(|| {
     ))
     .expect("the pattern is valid")
 });
-/// The ordinary vocabulary of revising a figure (not of a change in the world: `fell from
-/// 12 to 9` moves no claim).
+/// The ordinary vocabulary of revising a stated figure — not of a change in the world
+/// (`fell from 12 to 9`) nor of new information (`updated from 12 to 9`: the old value held
+/// for its time).
 static REVISES: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:revis\w*|amend\w*|updat\w*|recalculat\w*|recomput\w*)")
+    Regex::new(r"(?i)\b(?:revis\w*|amend\w*|re-?calculat\w*|re-?comput\w*)")
         .expect("the pattern is valid")
 });
 static FIRST_PERSON: LazyLock<Regex> = LazyLock::new(|| {
@@ -217,11 +218,7 @@ pub(crate) fn negated_values(sentence: &str) -> BTreeSet<String> {
     NEGATED
         .captures_iter(sentence)
         .chain(VALUE_WAS_WRONG.captures_iter(sentence))
-        .chain(
-            MOVED_FROM
-                .captures_iter(sentence)
-                .filter(|_| revised),
-        )
+        .chain(MOVED_FROM.captures_iter(sentence).filter(|_| revised))
         .filter_map(|c| c.get(1))
         .map(|m| core_value(m.as_str()))
         .filter(|v| v.chars().filter(char::is_ascii_digit).count() >= 2 && !years.contains(v))
@@ -960,12 +957,16 @@ mod tests {
             &["The recount revises the three-valley nest total from 2,310 to 2,265."],
         );
         assert_eq!(targets(&lines, &t), [0]);
-        // A change in the world is no revision.
-        let trend = turn(
-            "And since?",
-            &["The three-valley nest total fell from 2,310 to 2,265 by the next survey."],
-        );
-        assert!(targets(&lines, &trend).is_empty());
+        // A change in the world, or new information, is no revision.
+        for later in [
+            "The three-valley nest total fell from 2,310 to 2,265 by the next survey.",
+            "The spring survey updated the three-valley nest total from 2,310 to 2,265.",
+        ] {
+            assert!(
+                targets(&lines, &turn("And since?", &[later])).is_empty(),
+                "{later}"
+            );
+        }
     }
 
     #[test]

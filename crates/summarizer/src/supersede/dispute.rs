@@ -2,10 +2,11 @@
 //! corrections): the user names a value an earlier claim states — asks about it, doubts it,
 //! or proposes another — and the answer either **concedes** or **stands by** it.
 //!
-//! - The answer **concedes** when one of its clauses names an error about an earlier claim
-//!   (error vocabulary in a clause that states no value, or a value an earlier claim states,
-//!   and affirms nothing), negates a contested value, or agrees with the user (`you are
-//!   right`). The user's own proposal then counts as a correcting sentence ([`proposals`]).
+//! - The answer **concedes** when one of its clauses names its own error about an earlier
+//!   claim (error vocabulary in a first-person clause, or one labelled `Correction:`, that
+//!   states no value or a value an earlier claim states, and affirms nothing), negates a
+//!   contested value, or agrees with the user (`you are right`). An error word about
+//!   something else (`error bars`, `corrected for light`) concedes nothing. The user's own proposal then counts as a correcting sentence ([`proposals`]).
 //! - The answer **stands by** the value when it restates a contested value and concedes
 //!   nothing: the claims stating it are not superseded in this turn, whatever other words the
 //!   answer uses (`the 47 kn you recall is with flaps retracted; 41 kn is correct at 12°`).
@@ -35,6 +36,10 @@ static AGREES: LazyLock<Regex> = LazyLock::new(|| {
     ))
     .expect("the pattern is valid")
 });
+
+/// A clause the answer labels as a correction (`Correction: …`).
+static LABELLED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^\W*correct(?:ion|ed)\b").expect("the pattern is valid"));
 
 /// What the answer did with the values the user contested.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,7 +131,8 @@ fn concedes(sentence: &str, claimed: &BTreeSet<String>, contested: &BTreeSet<Str
     }
     clauses(sentence).into_iter().any(|c| {
         let v = values(c);
-        announces_error(c) && !affirms(c) && (v.is_empty() || !v.is_disjoint(claimed))
+        let own = super::FIRST_PERSON.is_match(c) || LABELLED.is_match(c);
+        own && announces_error(c) && !affirms(c) && (v.is_empty() || !v.is_disjoint(claimed))
     })
 }
 
@@ -202,6 +208,12 @@ mod tests {
             &["You are right, my mistake."],
         );
         assert_eq!(proposals(&claims, &t, &read(&claims, &t)).len(), 1);
+        // An error word about something else concedes nothing.
+        let bars = turn(
+            "Is 64% right for the dark trays?",
+            &["The error bars are wide, but 64% holds for the dark trays."],
+        );
+        assert_eq!(read(&claims, &bars).verdict, Verdict::Stood);
         // A question that names no claimed value is no dispute.
         let none = turn("What about the lit trays?", &["Lit trays reached 71%."]);
         assert_eq!(read(&claims, &none).verdict, Verdict::NoDispute);
