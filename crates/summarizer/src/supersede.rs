@@ -119,6 +119,9 @@ static REVISES: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:revis\w*|amend\w*|re-?calculat\w*|re-?comput\w*)")
         .expect("the pattern is valid")
 });
+/// A pointer to a turn of the conversation (`in turn 11`).
+static TURN_POINTER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\bturns?\s+\d+").expect("the pattern is valid"));
 static FIRST_PERSON: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:i|my|me|i'd|i've|i'm|mine)\b").expect("the pattern is valid")
 });
@@ -294,6 +297,9 @@ struct Candidate<'a> {
     /// A user's proposal the answer conceded ([`dispute::proposals`]): it corrects by
     /// negating a word as an announced sentence does.
     proposal: bool,
+    /// A table row: it corrects by a swap only when it brings a value (a row repeating a
+    /// claim's values is a recap).
+    row: bool,
 }
 
 /// The sentences of a turn that may correct. A sentence is announced when it uses the
@@ -326,6 +332,7 @@ fn correcting_sentences<'t>(turn: &'t NewTurn, proposals: &[&'t String]) -> Vec<
             words: w,
             values: values(s),
             proposal: false,
+            row: false,
         });
     }
     for row in &turn.rows {
@@ -335,6 +342,7 @@ fn correcting_sentences<'t>(turn: &'t NewTurn, proposals: &[&'t String]) -> Vec<
             words: words(row),
             values: values(row),
             proposal: false,
+            row: true,
         });
     }
     for s in &turn.user {
@@ -347,6 +355,7 @@ fn correcting_sentences<'t>(turn: &'t NewTurn, proposals: &[&'t String]) -> Vec<
                 words: words(s),
                 values: values(s),
                 proposal,
+                row: false,
             });
         }
     }
@@ -373,6 +382,8 @@ fn labels(claims: &[Claim<'_>]) -> BTreeSet<String> {
 /// turn explicitly disputes (values and words it negates in its announced sentences).
 struct TurnContext {
     labels: BTreeSet<String>,
+    /// Every value an earlier claim states.
+    claimed: BTreeSet<String>,
     protected: BTreeSet<String>,
     /// Contested values the answer stood by: no claim stating one is superseded.
     stood: BTreeSet<String>,
@@ -405,6 +416,7 @@ impl TurnContext {
             .collect();
         TurnContext {
             labels: labels(claims),
+            claimed: claims.iter().flat_map(|c| values(c.text)).collect(),
             protected,
             stood,
             disputed,
@@ -508,6 +520,21 @@ fn affirming(s: &str) -> bool {
     affirms(s) && !announces_error(s)
 }
 
+/// True when a sentence that negates a property (`the 0.26 is not a univariate effect`)
+/// speaks of `claim`: it names no figure an earlier claim states, or one `claim` states. A
+/// turn pointer (`in turn 11`) names no figure.
+fn names_its_figure(
+    sentence: &str,
+    claim_values: &BTreeSet<String>,
+    claimed: &BTreeSet<String>,
+) -> bool {
+    let named: BTreeSet<String> = values(&TURN_POINTER.replace_all(sentence, ""))
+        .into_iter()
+        .filter(|v| claimed.contains(v))
+        .collect();
+    named.is_empty() || !named.is_disjoint(claim_values)
+}
+
 /// The first sentence that corrects `claim`, and whether it does so by a swap (rather than
 /// a negation or a retraction).
 fn first_correction(
@@ -547,10 +574,12 @@ fn first_correction(
                 m.get(1)
                     .is_some_and(|w| words(w.as_str()).iter().any(|p| c.words.contains(p)))
             })
-            && !weighs_replacement(cand.text, &c.words);
+            && !weighs_replacement(cand.text, &c.words)
+            && names_its_figure(cand.text, &c.values, &context.claimed);
         let retracted = shared_sources && RETRACTION.is_match(cand.text);
         let swap = cand.announced
             && context.may_swap(&c, cand)
+            && (!cand.row || !cand.values.is_subset(&c.values))
             && swapped(
                 &c,
                 &Stated {
@@ -826,6 +855,13 @@ mod tests {
         assert_eq!(gone, "- Plots held 35 beetles per trap");
         assert_eq!(rest.as_deref(), Some("the survey mean was 412 per site."));
         assert_eq!(split_claim("- Plots held 35 beetles.", by).1, None);
+        // `, and` joins two claims: the untouched one stays.
+        let (gone, rest) = split_claim(
+            "- Plots held 35 beetles per trap, and the survey mean was 412 per site.",
+            by,
+        );
+        assert_eq!(gone, "- Plots held 35 beetles per trap");
+        assert_eq!(rest.as_deref(), Some("the survey mean was 412 per site."));
     }
 
     #[test]
@@ -967,6 +1003,33 @@ mod tests {
                 "{later}"
             );
         }
+    }
+
+    #[test]
+    fn a_negated_property_of_a_named_figure_targets_only_the_claim_stating_it() {
+        let lines = [
+            "- The cohort study (n = 9,812) estimated univariate associations for 21 phenotypes.",
+            "- The strongest univariate association was |r| = 0.31.",
+        ];
+        let t = turn(
+            "Univariate?",
+            &["Correction: the 0.31 I gave in turn 21 is not a univariate effect."],
+        );
+        assert_eq!(targets(&lines, &t), [1]);
+    }
+
+    #[test]
+    fn a_table_row_repeating_a_claims_values_is_a_recap() {
+        let lines =
+            ["- After six trials, 38% of exposed workers responded versus 67% of controls."];
+        let t = NewTurn {
+            user: vec!["Table please?".into()],
+            answer: vec!["I mislabelled a column earlier.".into()],
+            rows: vec!["Learning — Measure: exposed workers responding; Effect: 38% vs 67% of controls; Source: Iwa 2021"
+                    .into(),],
+            rows_announced: true,
+        };
+        assert!(targets(&lines, &t).is_empty());
     }
 
     #[test]

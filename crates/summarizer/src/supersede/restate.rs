@@ -14,7 +14,7 @@ use crate::findings;
 
 /// Where a sentence divides into clauses.
 static CLAUSE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"; | — | – |, (?:yet|but|while|whereas) ").expect("the pattern is valid")
+    Regex::new(r"; | — | – |, (?:yet|but|while|whereas|and) ").expect("the pattern is valid")
 });
 
 /// A claim line split into the clauses a correction retracts (those that state a value the
