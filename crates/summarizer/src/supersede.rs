@@ -439,7 +439,7 @@ impl TurnContext {
 
 /// The words a sentence negates and does not put back: `reaction-limited, not
 /// diffusion-limited` disputes `diffusion`.
-fn disputed_words(sentence: &str) -> BTreeSet<String> {
+pub(crate) fn disputed_words(sentence: &str) -> BTreeSet<String> {
     let mut negated: BTreeSet<String> = NEGATED_WORD
         .captures_iter(sentence)
         .filter_map(|m| m.get(1))
@@ -862,6 +862,16 @@ mod tests {
         );
         assert_eq!(gone, "- Plots held 35 beetles per trap");
         assert_eq!(rest.as_deref(), Some("the survey mean was 412 per site."));
+        // A disputed word, no value: the clauses naming the word go, the figure stays.
+        let (gone, rest) = split_claim(
+            "- Zinc: Km = 31.5 µM, and the data fit the transporter model best — so uptake is transporter-limited (Vance 2018).",
+            "Correction: uptake is diffusion-limited, not transporter-limited.",
+        );
+        assert_eq!(
+            gone,
+            "the data fit the transporter model best; so uptake is transporter-limited (Vance 2018)."
+        );
+        assert_eq!(rest.as_deref(), Some("- Zinc: Km = 31.5 µM"));
     }
 
     #[test]

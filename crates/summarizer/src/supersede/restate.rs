@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{MIN_SHARED_WORDS, core_value, negated_values, sources, values, words};
+use super::{MIN_SHARED_WORDS, core_value, disputed_words, negated_values, sources, values, words};
 use crate::findings;
 
 /// Where a sentence divides into clauses.
@@ -18,7 +18,8 @@ static CLAUSE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// A claim line split into the clauses a correction retracts (those that state a value the
-/// correction negates, or, when it negates none, one it restates) and the rest, which stays a valid finding; `None` for the rest when every
+/// correction negates, or, when it negates none, one it restates, or, when it speaks of no
+/// value of the claim, those naming a word it disputes) and the rest, which stays a valid finding; `None` for the rest when every
 /// clause, or none, states a retracted value (the whole line is the claim).
 pub(crate) fn split_claim(claim: &str, by: &str) -> (String, Option<String>) {
     // The values the correction speaks of: those it negates and those it restates.
@@ -36,9 +37,15 @@ pub(crate) fn split_claim(claim: &str, by: &str) -> (String, Option<String>) {
         .split(claim)
         .filter(|c| !c.trim().is_empty())
         .collect();
-    let (gone, kept): (Vec<&str>, Vec<&str>) = clauses
-        .iter()
-        .partition(|c| values(c).iter().any(|v| retracted.contains(v)));
+    // A correction that disputes a word and no value retracts the clauses naming the word.
+    let disputed = if retracted.is_empty() {
+        disputed_words(by)
+    } else {
+        BTreeSet::new()
+    };
+    let (gone, kept): (Vec<&str>, Vec<&str>) = clauses.iter().partition(|c| {
+        values(c).iter().any(|v| retracted.contains(v)) || !words(c).is_disjoint(&disputed)
+    });
     if gone.is_empty() || kept.is_empty() || kept.iter().all(|c| values(c).is_empty()) {
         return (claim.to_owned(), None);
     }
