@@ -872,6 +872,16 @@ mod tests {
             "the data fit the transporter model best; so uptake is transporter-limited (Vance 2018)."
         );
         assert_eq!(rest.as_deref(), Some("- Zinc: Km = 31.5 µM"));
+        // A value-less clause right before the retracted figure is its subject.
+        let (gone, rest) = split_claim(
+            "- The densest plots — those under oak — held 35 beetles per trap, and the survey mean was 412 per site.",
+            by,
+        );
+        assert_eq!(
+            gone,
+            "- The densest plots; those under oak; held 35 beetles per trap"
+        );
+        assert_eq!(rest.as_deref(), Some("the survey mean was 412 per site."));
     }
 
     #[test]

@@ -43,9 +43,25 @@ pub(crate) fn split_claim(claim: &str, by: &str) -> (String, Option<String>) {
     } else {
         BTreeSet::new()
     };
-    let (gone, kept): (Vec<&str>, Vec<&str>) = clauses.iter().partition(|c| {
-        values(c).iter().any(|v| retracted.contains(v)) || !words(c).is_disjoint(&disputed)
-    });
+    let mut retracts: Vec<bool> = clauses
+        .iter()
+        .map(|c| {
+            values(c).iter().any(|v| retracted.contains(v)) || !words(c).is_disjoint(&disputed)
+        })
+        .collect();
+    // A value-less clause right before a retracted figure is its subject (`The strongest
+    // association — an rsFC edge — was 0.26`): it goes with it.
+    if disputed.is_empty() {
+        for i in (0..clauses.len().saturating_sub(1)).rev() {
+            if retracts[i + 1] && values(clauses[i]).is_empty() {
+                retracts[i] = true;
+            }
+        }
+    }
+    let (mut gone, mut kept): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+    for (c, r) in clauses.iter().zip(&retracts) {
+        if *r { gone.push(c) } else { kept.push(c) }
+    }
     if gone.is_empty() || kept.is_empty() || kept.iter().all(|c| values(c).is_empty()) {
         return (claim.to_owned(), None);
     }
