@@ -12,12 +12,21 @@
 //!    30 mg`, the sentence `A: 1.18 on 60 mg`) in a turn that announces a correction, or says
 //!    a source the claim cites was retracted or withdrawn.
 //!
+//!    A revision that moves the claim's value (`revises the total from 1,610 to 1,580`)
+//!    negates it ([`negation`]).
+//!
+//! The exchange is read first ([`dispute`]): when the user names a value of an earlier claim,
+//! the answer either **concedes** (its own error, agreement with the user, a negated contested
+//! value) or **stands by** it (restates it, concedes nothing) — then no claim stating it is
+//! superseded in this turn, whatever other words the answer uses.
+//!
 //! Phrase cues are supporting evidence only: a turn **announces a correction** when a sentence
 //! uses the ordinary vocabulary of error (`wrong`, `mistake`, `correction`, `mis-read`,
-//! `retracted`, …, see [`ERROR_WORDS`]); a sentence that **affirms** a value (`stands`,
-//! `confirmed`, `unchanged`, `was right`) protects it, so a dispute the assistant rejects
-//! supersedes nothing. A user's sentence counts only when it speaks of their own statement
-//! (`I`, `my`) and is not a question: a user contesting a figure is a dispute, not a correction.
+//! `retracted`, …, see [`ERROR_WORDS`]); a clause that **affirms** a value (`stands`,
+//! `confirmed`, `unchanged`, `was right`) protects it. A user's sentence counts when it speaks
+//! of their own statement (`I`, `my`) and is not a question, or when it proposes the correction
+//! the answer concedes (`I think it was per decade, not per year` — `You are right`); a user
+//! contesting a figure is otherwise a dispute, not a correction.
 //!
 //! A value that several topics state (a dose, a sample size used as a label) is a **label**,
 //! not a disputed value: sharing it alone never makes a sentence target a claim.
@@ -35,8 +44,11 @@ use crate::citation::{self, CitationKind};
 use crate::findings;
 
 mod dispute;
+mod negation;
 mod restate;
 
+pub(crate) use negation::negated_values;
+use negation::{disputed_words, names_its_figure, negates_a_word_of, weighs_replacement};
 pub(crate) use restate::{mask_values, only_restates, restates, retracted_values, split_claim};
 
 /// Content words a sentence must share with a claim to name its subject (when no cited
@@ -71,57 +83,6 @@ static AFFIRM: LazyLock<Regex> = LazyLock::new(|| {
 static RETRACTION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:retract\w*|withdr[ae]w\w*)").expect("the pattern is valid")
 });
-/// A value a sentence negates: `not (per) 10`, `instead of 12`, `rather than 3.1`.
-static NEGATED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"(?i)\b(?:not|instead of|rather than|no longer)\s+(?:(?:per|at|in|on|the|a|an|for|",
-        r"from|about|around|~|≈)\s+){0,2}([−\-+±]?\d[\d,]*(?:\.\d+)?)"
-    ))
-    .expect("the pattern is valid")
-});
-/// A word a sentence negates: `reaction-controlled, not diffusion-controlled`.
-static NEGATED_WORD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"(?i)\b(?:not|rather than|instead of)\s+(?:(?:a|an|the|per|in|at|on|for|by)\s+)?",
-        r"(\p{L}[\p{L}\-]{2,})"
-    ))
-    .expect("the pattern is valid")
-});
-/// A word a sentence puts in place of a negated one: `reaction-limited, not diffusion-limited`
-/// (group 1 replaces group 2).
-static REPLACED_WORD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"(?i)(\p{L}[\p{L}\-]{2,})(?:,\s+not|,?\s+rather than|,?\s+instead of)\s+",
-        r"(?:(?:a|an|the|per|in|at|on|for|by)\s+)?(\p{L}[\p{L}\-]{2,})"
-    ))
-    .expect("the pattern is valid")
-});
-/// `12.4 … was wrong` within a clause.
-static VALUE_WAS_WRONG: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"(?i)([−\-+±]?\d[\d,]*(?:\.\d+)?)[^.;:\d]{0,40}\b(?:was|were|is)\s+(?:wrong|",
-        r"incorrect|an error|a mistake|mis\w+)"
-    ))
-    .expect("the pattern is valid")
-});
-/// A value a revision moves away from: `revises the total from 1,610 to 1,580` (group 1).
-static MOVED_FROM: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"(?i)\bfrom\s+(?:about\s+|~)?([−\-+±]?\d[\d,]*(?:\.\d+)?)[^\d.;]{0,16}?\s+",
-        r"(?:to|→|->)\s+[−\-+±]?\d"
-    ))
-    .expect("the pattern is valid")
-});
-/// The ordinary vocabulary of revising a stated figure — not of a change in the world
-/// (`fell from 12 to 9`) nor of new information (`updated from 12 to 9`: the old value held
-/// for its time).
-static REVISES: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:revis\w*|amend\w*|re-?calculat\w*|re-?comput\w*)")
-        .expect("the pattern is valid")
-});
-/// A pointer to a turn of the conversation (`in turn 11`).
-static TURN_POINTER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)\bturns?\s+\d+").expect("the pattern is valid"));
 static FIRST_PERSON: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:i|my|me|i'd|i've|i'm|mine)\b").expect("the pattern is valid")
 });
@@ -201,31 +162,6 @@ pub(crate) fn announces_error(sentence: &str) -> bool {
 /// a concession ([`dispute`]), not an affirmation.
 pub(crate) fn affirms(sentence: &str) -> bool {
     AFFIRM.is_match(&dispute::without_agreement(sentence))
-}
-
-/// The values a sentence negates, calls wrong, or revises away from (`revises the total from
-/// 1,610 to 1,580`; not `fell from 12 to 9`, a change in the world). The year of a source the sentence cites is
-/// not one (`I re-read Quint et al. 2020 and my figure was wrong`).
-pub(crate) fn negated_values(sentence: &str) -> BTreeSet<String> {
-    let years: BTreeSet<String> = citation::extract(sentence)
-        .into_iter()
-        .filter(|c| c.kind == CitationKind::AuthorYear)
-        .filter_map(|c| {
-            c.key.rsplit(':').next().map(|y| {
-                y.trim_end_matches(|ch: char| ch.is_ascii_alphabetic())
-                    .to_owned()
-            })
-        })
-        .collect();
-    let revised = REVISES.is_match(sentence);
-    NEGATED
-        .captures_iter(sentence)
-        .chain(VALUE_WAS_WRONG.captures_iter(sentence))
-        .chain(MOVED_FROM.captures_iter(sentence).filter(|_| revised))
-        .filter_map(|c| c.get(1))
-        .map(|m| core_value(m.as_str()))
-        .filter(|v| v.chars().filter(char::is_ascii_digit).count() >= 2 && !years.contains(v))
-        .collect()
 }
 
 /// An earlier claim the correction step may target.
@@ -437,38 +373,6 @@ impl TurnContext {
     }
 }
 
-/// The words a sentence negates and does not put back: `reaction-limited, not
-/// diffusion-limited` disputes `diffusion`.
-pub(crate) fn disputed_words(sentence: &str) -> BTreeSet<String> {
-    let mut negated: BTreeSet<String> = NEGATED_WORD
-        .captures_iter(sentence)
-        .filter_map(|m| m.get(1))
-        .flat_map(|w| words(w.as_str()))
-        .collect();
-    for m in REPLACED_WORD.captures_iter(sentence) {
-        if let Some(r) = m.get(1) {
-            for w in words(r.as_str()) {
-                negated.remove(&w);
-            }
-        }
-    }
-    negated
-}
-
-/// True when `claim_words` hold both sides of a replacement the sentence makes (`X, not Y`
-/// and a claim naming X and Y): the claim already weighs the corrected word against the
-/// wrong one, so the negation does not target it.
-fn weighs_replacement(sentence: &str, claim_words: &BTreeSet<String>) -> bool {
-    REPLACED_WORD.captures_iter(sentence).any(|m| {
-        let (Some(new), Some(old)) = (m.get(1), m.get(2)) else {
-            return false;
-        };
-        let old = words(old.as_str());
-        let new: BTreeSet<String> = words(new.as_str()).difference(&old).cloned().collect();
-        !new.is_disjoint(claim_words) && !old.is_disjoint(claim_words)
-    })
-}
-
 /// The claims `turn` corrects, each with the sentence that corrects it (the first one found).
 pub(crate) fn supersessions(claims: &[Claim<'_>], turn: &NewTurn) -> Vec<Supersession> {
     let exchange = dispute::read(claims, turn);
@@ -520,21 +424,6 @@ fn affirming(s: &str) -> bool {
     affirms(s) && !announces_error(s)
 }
 
-/// True when a sentence that negates a property (`the 0.26 is not a univariate effect`)
-/// speaks of `claim`: it names no figure an earlier claim states, or one `claim` states. A
-/// turn pointer (`in turn 11`) names no figure.
-fn names_its_figure(
-    sentence: &str,
-    claim_values: &BTreeSet<String>,
-    claimed: &BTreeSet<String>,
-) -> bool {
-    let named: BTreeSet<String> = values(&TURN_POINTER.replace_all(sentence, ""))
-        .into_iter()
-        .filter(|v| claimed.contains(v))
-        .collect();
-    named.is_empty() || !named.is_disjoint(claim_values)
-}
-
 /// The first sentence that corrects `claim`, and whether it does so by a swap (rather than
 /// a negation or a retraction).
 fn first_correction(
@@ -570,10 +459,7 @@ fn first_correction(
             .into_iter()
             .any(|v| c.values.contains(&v) && !protected.contains(&v));
         let negated_word = (announces_error(cand.text) || cand.proposal)
-            && NEGATED_WORD.captures_iter(cand.text).any(|m| {
-                m.get(1)
-                    .is_some_and(|w| words(w.as_str()).iter().any(|p| c.words.contains(p)))
-            })
+            && negates_a_word_of(cand.text, &c.words)
             && !weighs_replacement(cand.text, &c.words)
             && names_its_figure(cand.text, &c.values, &context.claimed);
         let retracted = shared_sources && RETRACTION.is_match(cand.text);

@@ -151,7 +151,7 @@ pub(crate) fn proposals<'t>(
         .iter()
         .filter(|s| {
             let v = values(s);
-            let negates = super::NEGATED_WORD.is_match(s) || !negated_values(s).is_empty();
+            let negates = super::negation::negates_a_word(s) || !negated_values(s).is_empty();
             !v.is_disjoint(&exchange.contested) && (negates || !v.is_subset(&claimed))
         })
         .collect()
