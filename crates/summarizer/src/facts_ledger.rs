@@ -395,4 +395,42 @@ mod tests {
         let receipt = ledger.receipt(right);
         assert_eq!(receipt.corrected.len(), 1);
     }
+
+    /// The same rule from the structure of the exchange, fail-closed: a user's proposal the
+    /// answer concedes makes a restatement of the old claim refused; a dispute the answer
+    /// stands by supersedes nothing, so restating the claim passes.
+    #[test]
+    fn a_conceded_proposal_is_refused_and_a_stood_dispute_is_not() {
+        let previous = "## Summary\n- Hive density near the orchard was 12.5 colonies per km² (Ode 2019).\n- Pollen loads averaged 31 mg per forager.";
+        let stale = previous;
+        let ledger_for = |user: &str, assistant: &str| {
+            FactsLedger::from_request(&SummaryRequest::new(
+                String::new(),
+                String::new(),
+                Some(previous.into()),
+                String::from("**User**: hives?"),
+                vec![TurnDigest {
+                    invocation_id: "inv-2".into(),
+                    user: user.into(),
+                    assistant: assistant.into(),
+                    tool_outputs: Vec::new(),
+                }],
+            ))
+        };
+        let conceded = ledger_for(
+            "I think the hive density near the orchard was 21.5 colonies per km², not 12.5.",
+            "You are right, my mistake.",
+        );
+        assert_eq!(conceded.corrected().len(), 1, "{:?}", conceded.corrected());
+        assert!(matches!(
+            conceded.check(stale, "m"),
+            Err(SummarizerError::RestatesSuperseded { .. })
+        ));
+        let stood = ledger_for(
+            "I recall 21.5 colonies per km² from the hill sites. Are you sure about 12.5?",
+            "The 21.5 you recall is the hill sites, corrected for altitude, so both stand; 12.5 colonies per km² is right near the orchard.",
+        );
+        assert!(stood.corrected().is_empty(), "{:?}", stood.corrected());
+        assert!(stood.check(stale, "m").is_ok());
+    }
 }

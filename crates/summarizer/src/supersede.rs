@@ -12,12 +12,21 @@
 //!    30 mg`, the sentence `A: 1.18 on 60 mg`) in a turn that announces a correction, or says
 //!    a source the claim cites was retracted or withdrawn.
 //!
+//!    A revision that moves the claim's value (`revises the total from 1,610 to 1,580`)
+//!    negates it ([`negation`]).
+//!
+//! The exchange is read first ([`dispute`]): when the user names a value of an earlier claim,
+//! the answer either **concedes** (its own error, agreement with the user, a negated contested
+//! value) or **stands by** it (restates it, concedes nothing) — then no claim stating it is
+//! superseded in this turn, whatever other words the answer uses.
+//!
 //! Phrase cues are supporting evidence only: a turn **announces a correction** when a sentence
 //! uses the ordinary vocabulary of error (`wrong`, `mistake`, `correction`, `mis-read`,
-//! `retracted`, …, see [`ERROR_WORDS`]); a sentence that **affirms** a value (`stands`,
-//! `confirmed`, `unchanged`, `was right`) protects it, so a dispute the assistant rejects
-//! supersedes nothing. A user's sentence counts only when it speaks of their own statement
-//! (`I`, `my`) and is not a question: a user contesting a figure is a dispute, not a correction.
+//! `retracted`, …, see [`ERROR_WORDS`]); a clause that **affirms** a value (`stands`,
+//! `confirmed`, `unchanged`, `was right`) protects it. A user's sentence counts when it speaks
+//! of their own statement (`I`, `my`) and is not a question, or when it proposes the correction
+//! the answer concedes (`I think it was per decade, not per year` — `You are right`); a user
+//! contesting a figure is otherwise a dispute, not a correction.
 //!
 //! A value that several topics state (a dose, a sample size used as a label) is a **label**,
 //! not a disputed value: sharing it alone never makes a sentence target a claim.
@@ -34,8 +43,12 @@ use regex::Regex;
 use crate::citation::{self, CitationKind};
 use crate::findings;
 
+mod dispute;
+mod negation;
 mod restate;
 
+pub(crate) use negation::negated_values;
+use negation::{disputed_words, names_its_figure, negates_a_word_of, weighs_replacement};
 pub(crate) use restate::{mask_values, only_restates, restates, retracted_values, split_claim};
 
 /// Content words a sentence must share with a claim to name its subject (when no cited
@@ -69,36 +82,6 @@ static AFFIRM: LazyLock<Regex> = LazyLock::new(|| {
 });
 static RETRACTION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:retract\w*|withdr[ae]w\w*)").expect("the pattern is valid")
-});
-/// A value a sentence negates: `not (per) 10`, `instead of 12`, `rather than 3.1`.
-static NEGATED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"(?i)\b(?:not|instead of|rather than|no longer)\s+(?:(?:per|at|in|on|the|a|an|for|",
-        r"from|about|around|~|≈)\s+){0,2}([−\-+±]?\d[\d,]*(?:\.\d+)?)"
-    ))
-    .expect("the pattern is valid")
-});
-/// A word a sentence negates: `reaction-controlled, not diffusion-controlled`.
-static NEGATED_WORD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:not|rather than|instead of)\s+(?:a\s+|an\s+|the\s+)?(\p{L}[\p{L}\-]{2,})")
-        .expect("the pattern is valid")
-});
-/// A word a sentence puts in place of a negated one: `reaction-limited, not diffusion-limited`
-/// (group 1 replaces group 2).
-static REPLACED_WORD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"(?i)(\p{L}[\p{L}\-]{2,})(?:,\s+not|,?\s+rather than|,?\s+instead of)\s+",
-        r"(?:a\s+|an\s+|the\s+)?(\p{L}[\p{L}\-]{2,})"
-    ))
-    .expect("the pattern is valid")
-});
-/// `12.4 … was wrong` within a clause.
-static VALUE_WAS_WRONG: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"(?i)([−\-+±]?\d[\d,]*(?:\.\d+)?)[^.;:\d]{0,40}\b(?:was|were|is)\s+(?:wrong|",
-        r"incorrect|an error|a mistake|mis\w+)"
-    ))
-    .expect("the pattern is valid")
 });
 static FIRST_PERSON: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:i|my|me|i'd|i've|i'm|mine)\b").expect("the pattern is valid")
@@ -175,31 +158,10 @@ pub(crate) fn announces_error(sentence: &str) -> bool {
     ERROR.is_match(sentence)
 }
 
-/// True when a sentence affirms what it states.
+/// True when a sentence affirms what it states. Agreeing with the user (`you are right`) is
+/// a concession ([`dispute`]), not an affirmation.
 pub(crate) fn affirms(sentence: &str) -> bool {
-    AFFIRM.is_match(sentence)
-}
-
-/// The values a sentence negates or calls wrong. The year of a source the sentence cites is
-/// not one (`I re-read Quint et al. 2020 and my figure was wrong`).
-pub(crate) fn negated_values(sentence: &str) -> BTreeSet<String> {
-    let years: BTreeSet<String> = citation::extract(sentence)
-        .into_iter()
-        .filter(|c| c.kind == CitationKind::AuthorYear)
-        .filter_map(|c| {
-            c.key.rsplit(':').next().map(|y| {
-                y.trim_end_matches(|ch: char| ch.is_ascii_alphabetic())
-                    .to_owned()
-            })
-        })
-        .collect();
-    NEGATED
-        .captures_iter(sentence)
-        .chain(VALUE_WAS_WRONG.captures_iter(sentence))
-        .filter_map(|c| c.get(1))
-        .map(|m| core_value(m.as_str()))
-        .filter(|v| v.chars().filter(char::is_ascii_digit).count() >= 2 && !years.contains(v))
-        .collect()
+    AFFIRM.is_match(&dispute::without_agreement(sentence))
 }
 
 /// An earlier claim the correction step may target.
@@ -268,13 +230,20 @@ struct Candidate<'a> {
     /// neighbour's figures belong to).
     words: BTreeSet<String>,
     values: BTreeSet<String>,
+    /// A user's proposal the answer conceded ([`dispute::proposals`]): it corrects by
+    /// negating a word as an announced sentence does.
+    proposal: bool,
+    /// A table row: it corrects by a swap only when it brings a value (a row repeating a
+    /// claim's values is a recap).
+    row: bool,
 }
 
 /// The sentences of a turn that may correct. A sentence is announced when it uses the
 /// vocabulary of error or lies within [`ANNOUNCED_SPAN`] sentences of one that does and
 /// states no value itself; a table row is announced when the answer has such a value-less
-/// announcement. The user's sentences count only when they correct the user's own statement.
-fn correcting_sentences(turn: &NewTurn) -> Vec<Candidate<'_>> {
+/// announcement. The user's sentences count when they correct the user's own statement, or
+/// propose a correction the answer conceded (`proposals`).
+fn correcting_sentences<'t>(turn: &'t NewTurn, proposals: &[&'t String]) -> Vec<Candidate<'t>> {
     let announcements: Vec<usize> = turn
         .answer
         .iter()
@@ -298,6 +267,8 @@ fn correcting_sentences(turn: &NewTurn) -> Vec<Candidate<'_>> {
             announced: announces_error(s) || !near.is_empty(),
             words: w,
             values: values(s),
+            proposal: false,
+            row: false,
         });
     }
     for row in &turn.rows {
@@ -306,15 +277,21 @@ fn correcting_sentences(turn: &NewTurn) -> Vec<Candidate<'_>> {
             announced: turn.rows_announced || announces_error(row),
             words: words(row),
             values: values(row),
+            proposal: false,
+            row: true,
         });
     }
     for s in &turn.user {
-        if announces_error(s) && FIRST_PERSON.is_match(s) && !s.trim_end().ends_with('?') {
+        let own = announces_error(s) && FIRST_PERSON.is_match(s) && !s.trim_end().ends_with('?');
+        let proposal = proposals.contains(&s);
+        if own || proposal {
             out.push(Candidate {
                 text: s,
                 announced: true,
                 words: words(s),
                 values: values(s),
+                proposal,
+                row: false,
             });
         }
     }
@@ -337,21 +314,31 @@ fn labels(claims: &[Claim<'_>]) -> BTreeSet<String> {
 }
 
 /// What a turn's correcting sentences share: values stated in many topics (labels), values a
-/// sentence affirms (protected), and what the turn explicitly disputes (values and words it
-/// negates in its announced sentences).
+/// clause affirms or the answer stood by against the user's dispute (protected), and what the
+/// turn explicitly disputes (values and words it negates in its announced sentences).
 struct TurnContext {
     labels: BTreeSet<String>,
+    /// Every value an earlier claim states.
+    claimed: BTreeSet<String>,
     protected: BTreeSet<String>,
+    /// Contested values the answer stood by: no claim stating one is superseded.
+    stood: BTreeSet<String>,
     disputed: BTreeSet<String>,
 }
 
 impl TurnContext {
-    fn of(claims: &[Claim<'_>], sentences: &[Candidate<'_>]) -> TurnContext {
-        let protected = sentences
+    fn of(
+        claims: &[Claim<'_>],
+        sentences: &[Candidate<'_>],
+        stood: BTreeSet<String>,
+    ) -> TurnContext {
+        let mut protected: BTreeSet<String> = sentences
             .iter()
-            .filter(|c| affirming(c.text))
-            .flat_map(|c| c.values.iter().cloned())
+            .flat_map(|c| dispute::clauses(c.text))
+            .filter(|c| affirming(c))
+            .flat_map(values)
             .collect();
+        protected.extend(stood.iter().cloned());
         let disputed = sentences
             .iter()
             .filter(|c| c.announced)
@@ -365,7 +352,9 @@ impl TurnContext {
             .collect();
         TurnContext {
             labels: labels(claims),
+            claimed: claims.iter().flat_map(|c| values(c.text)).collect(),
             protected,
+            stood,
             disputed,
         }
     }
@@ -384,42 +373,12 @@ impl TurnContext {
     }
 }
 
-/// The words a sentence negates and does not put back: `reaction-limited, not
-/// diffusion-limited` disputes `diffusion`.
-fn disputed_words(sentence: &str) -> BTreeSet<String> {
-    let mut negated: BTreeSet<String> = NEGATED_WORD
-        .captures_iter(sentence)
-        .filter_map(|m| m.get(1))
-        .flat_map(|w| words(w.as_str()))
-        .collect();
-    for m in REPLACED_WORD.captures_iter(sentence) {
-        if let Some(r) = m.get(1) {
-            for w in words(r.as_str()) {
-                negated.remove(&w);
-            }
-        }
-    }
-    negated
-}
-
-/// True when `claim_words` hold both sides of a replacement the sentence makes (`X, not Y`
-/// and a claim naming X and Y): the claim already weighs the corrected word against the
-/// wrong one, so the negation does not target it.
-fn weighs_replacement(sentence: &str, claim_words: &BTreeSet<String>) -> bool {
-    REPLACED_WORD.captures_iter(sentence).any(|m| {
-        let (Some(new), Some(old)) = (m.get(1), m.get(2)) else {
-            return false;
-        };
-        let old = words(old.as_str());
-        let new: BTreeSet<String> = words(new.as_str()).difference(&old).cloned().collect();
-        !new.is_disjoint(claim_words) && !old.is_disjoint(claim_words)
-    })
-}
-
 /// The claims `turn` corrects, each with the sentence that corrects it (the first one found).
 pub(crate) fn supersessions(claims: &[Claim<'_>], turn: &NewTurn) -> Vec<Supersession> {
-    let sentences = correcting_sentences(turn);
-    let context = TurnContext::of(claims, &sentences);
+    let exchange = dispute::read(claims, turn);
+    let proposals = dispute::proposals(claims, turn, &exchange);
+    let sentences = correcting_sentences(turn, &proposals);
+    let context = TurnContext::of(claims, &sentences, exchange.stood_by(turn));
     // (claim, sentence index, by a swap)
     let found: Vec<(usize, usize, bool)> = claims
         .iter()
@@ -473,6 +432,9 @@ fn first_correction(
     context: &TurnContext,
 ) -> Option<(usize, bool)> {
     let c = Stated::of(claim);
+    if !c.values.is_disjoint(&context.stood) {
+        return None;
+    }
     let claim_sources = sources(claim);
     let protected = &context.protected;
     for (j, cand) in sentences.iter().enumerate() {
@@ -496,15 +458,14 @@ fn first_correction(
         let negated = negated_values(cand.text)
             .into_iter()
             .any(|v| c.values.contains(&v) && !protected.contains(&v));
-        let negated_word = announces_error(cand.text)
-            && NEGATED_WORD.captures_iter(cand.text).any(|m| {
-                m.get(1)
-                    .is_some_and(|w| words(w.as_str()).iter().any(|p| c.words.contains(p)))
-            })
-            && !weighs_replacement(cand.text, &c.words);
+        let negated_word = (announces_error(cand.text) || cand.proposal)
+            && negates_a_word_of(cand.text, &c.words)
+            && !weighs_replacement(cand.text, &c.words)
+            && names_its_figure(cand.text, &c.values, &context.claimed);
         let retracted = shared_sources && RETRACTION.is_match(cand.text);
         let swap = cand.announced
             && context.may_swap(&c, cand)
+            && (!cand.row || !cand.values.is_subset(&c.values))
             && swapped(
                 &c,
                 &Stated {
@@ -780,6 +741,33 @@ mod tests {
         assert_eq!(gone, "- Plots held 35 beetles per trap");
         assert_eq!(rest.as_deref(), Some("the survey mean was 412 per site."));
         assert_eq!(split_claim("- Plots held 35 beetles.", by).1, None);
+        // `, and` joins two claims: the untouched one stays.
+        let (gone, rest) = split_claim(
+            "- Plots held 35 beetles per trap, and the survey mean was 412 per site.",
+            by,
+        );
+        assert_eq!(gone, "- Plots held 35 beetles per trap");
+        assert_eq!(rest.as_deref(), Some("the survey mean was 412 per site."));
+        // A disputed word, no value: the clauses naming the word go, the figure stays.
+        let (gone, rest) = split_claim(
+            "- Zinc: Km = 31.5 µM, and the data fit the transporter model best — so uptake is transporter-limited (Vance 2018).",
+            "Correction: uptake is diffusion-limited, not transporter-limited.",
+        );
+        assert_eq!(
+            gone,
+            "the data fit the transporter model best; so uptake is transporter-limited (Vance 2018)."
+        );
+        assert_eq!(rest.as_deref(), Some("- Zinc: Km = 31.5 µM"));
+        // A value-less clause right before the retracted figure is its subject.
+        let (gone, rest) = split_claim(
+            "- The densest plots — those under oak — held 35 beetles per trap, and the survey mean was 412 per site.",
+            by,
+        );
+        assert_eq!(
+            gone,
+            "- The densest plots; those under oak; held 35 beetles per trap"
+        );
+        assert_eq!(rest.as_deref(), Some("the survey mean was 412 per site."));
     }
 
     #[test]
@@ -850,6 +838,104 @@ mod tests {
             rows_announced: true,
         };
         assert_eq!(targets(&lines, &t), [0]);
+    }
+
+    #[test]
+    fn a_dispute_stood_by_beside_an_unrelated_error_word_supersedes_nothing() {
+        let lines = ["- Seed germination reached 64% at 18 °C in the dark trays (Ruiz 2017)."];
+        let t = turn(
+            "I recall 78% germination from the greenhouse. Are you sure about 64%?",
+            &[
+                "I re-checked the tray log.",
+                "The 78% germination you recall is the greenhouse value, corrected for light, so both stand; the 64% germination figure is right for the dark trays.",
+            ],
+        );
+        assert!(targets(&lines, &t).is_empty());
+    }
+
+    #[test]
+    fn agreeing_with_the_user_concedes_rather_than_affirms() {
+        let lines = [
+            "- Glacier front retreat averaged 0.85 km per year across the 12 outlets (Nakamura 2015).",
+            "- Calving flux was 31.5 Gt per year.",
+        ];
+        let t = turn(
+            "I think the 0.85 km retreat was per decade, not per year.",
+            &[
+                "You are right: Nakamura 2015 gives 0.85 km per decade across the 12 outlets, about 0.085 km per year.",
+                "My earlier figure was wrong.",
+            ],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
+    }
+
+    #[test]
+    fn a_conceded_user_proposal_is_the_correction() {
+        let lines = [
+            "- Glacier front retreat averaged 0.85 km per year across the outlets.",
+            "- Calving flux was 31.5 Gt per year.",
+        ];
+        let t = turn(
+            "I think the glacier front retreat of 0.85 km was per decade, not per year.",
+            &["You are right, my mistake."],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
+        // The same proposal, not conceded, corrects nothing.
+        let kept = turn(
+            "I think the glacier front retreat of 0.85 km was per decade, not per year.",
+            &["The outlet record gives 0.85 km per year; the annual figure stands."],
+        );
+        assert!(targets(&lines, &kept).is_empty());
+    }
+
+    #[test]
+    fn a_revision_from_one_value_to_another_supersedes_the_old_value() {
+        let lines = [
+            "- Correction: the nest total for all three valleys was 2,310, not 1,870.",
+            "- Rainfall averaged 877 mm per year.",
+        ];
+        let t = turn(
+            "Does the recount change it?",
+            &["The recount revises the three-valley nest total from 2,310 to 2,265."],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
+        // A change in the world, or new information, is no revision.
+        for later in [
+            "The three-valley nest total fell from 2,310 to 2,265 by the next survey.",
+            "The spring survey updated the three-valley nest total from 2,310 to 2,265.",
+        ] {
+            assert!(
+                targets(&lines, &turn("And since?", &[later])).is_empty(),
+                "{later}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_negated_property_of_a_named_figure_targets_only_the_claim_stating_it() {
+        let lines = [
+            "- The cohort study (n = 9,812) estimated univariate associations for 21 phenotypes.",
+            "- The strongest univariate association was |r| = 0.31.",
+        ];
+        let t = turn(
+            "Univariate?",
+            &["Correction: the 0.31 I gave in turn 21 is not a univariate effect."],
+        );
+        assert_eq!(targets(&lines, &t), [1]);
+    }
+
+    #[test]
+    fn a_table_row_repeating_a_claims_values_is_a_recap() {
+        let lines =
+            ["- After six trials, 38% of exposed workers responded versus 67% of controls."];
+        let t = NewTurn {
+            user: vec!["Table please?".into()],
+            answer: vec!["I mislabelled a column earlier.".into()],
+            rows: vec!["Learning — Measure: exposed workers responding; Effect: 38% vs 67% of controls; Source: Iwa 2021"
+                    .into(),],
+            rows_announced: true,
+        };
+        assert!(targets(&lines, &t).is_empty());
     }
 
     #[test]

@@ -142,6 +142,26 @@ fn cases() -> Vec<(
             None,
             "41 ppm",
         ),
+        (
+            "dispute rejected beside an unrelated error word",
+            turn("What did thinning do?", ORCHARD),
+            turn(
+                "I recall 31 ppm from the spring samples. Are you sure about 41 ppm?",
+                "The 31 ppm you recall is the spring value, corrected for moisture, so both stand; the 41 ppm nitrate figure is right across plots.",
+            ),
+            None,
+            "41 ppm",
+        ),
+        (
+            "user proposes, answer concedes",
+            turn("What did thinning do?", ORCHARD),
+            turn(
+                "I think the 14.6 kg yield gain was per branch, not per tree.",
+                "You are right, my mistake.",
+            ),
+            Some("14.6 kg per tree (Marlow"),
+            "23% of buds",
+        ),
     ]
 }
 
@@ -213,6 +233,41 @@ fn a_correction_of_a_correction_extends_its_entry() {
     assert_eq!(section.lines().count(), 2, "{section}");
     assert!(section.contains("12.0 m") && section.contains("17.5 m") && section.contains("15.2 m"));
     assert!(!findings(&third).contains("17.5 m"), "{third}");
+}
+
+/// A correction of a correction that revises the corrected value (no error word) extends the
+/// same entry, in one slice and across folds.
+#[test]
+fn a_revision_of_a_correction_extends_its_entry() {
+    let offline = OfflineSummarizer::new(4_000);
+    let turns = vec![
+        turn(
+            "Nests?",
+            "The nest total for all three valleys was 1,870 (Hale 2020). Rainfall averaged 877 mm per year.",
+        ),
+        turn(
+            "All three?",
+            "Correction: the nest total for all three valleys was 2,310, not 1,870.",
+        ),
+        turn(
+            "Does the recount change it?",
+            "The recount revises the three-valley nest total from 2,310 to 2,265.",
+        ),
+    ];
+    let one = offline.consolidate(&request(None, turns.clone()));
+    let mut rolled: Option<String> = None;
+    for t in turns {
+        rolled = Some(offline.consolidate(&request(rolled.as_deref(), vec![t])));
+    }
+    for text in [one, rolled.unwrap_or_default()] {
+        let section = corrections_section(&text);
+        assert_eq!(section.lines().count(), 2, "{section}");
+        for figure in ["1,870", "2,310", "2,265"] {
+            assert!(section.contains(figure), "{figure}: {section}");
+        }
+        let body = findings(&text);
+        assert!(!body.contains("2,310") && body.contains("877 mm"), "{text}");
+    }
 }
 
 /// Folding an unchanged history again (no new turns) keeps every fact, fold after fold.
@@ -391,16 +446,37 @@ proptest! {
         a in 11u32..99, b in 11u32..99, c in 101u32..999,
         subject in prop::sample::select(vec!["hedgerow beetles", "river otters", "moss cover", "lichen growth"]),
         fix in prop::sample::select(vec!["Correction:", "My mistake:", "That was wrong:", "I misread the table:"]),
+        path in 0usize..4,
     ) {
         prop_assume!(a != b);
         let unrelated = format!("Counts of {subject} reached {c}.5 per site in the upland survey.");
         let claim = turn("Orchard?", &format!("Thinning raised apple yield by {a}.5 kg per tree. {unrelated}"));
-        let correction = turn(
-            "Per tree?",
-            &format!("{fix} thinning raised apple yield by {b}.5 kg per tree, not {a}.5 kg."),
-        );
+        // Each path of the correction step: a negation, a user's proposal the answer
+        // concedes, a revision of the value, a dispute the answer stands by.
+        let correction = match path {
+            0 => turn(
+                "Per tree?",
+                &format!("{fix} thinning raised apple yield by {b}.5 kg per tree, not {a}.5 kg."),
+            ),
+            1 => turn(
+                &format!("I think the apple yield gain was {b}.5 kg per tree, not {a}.5 kg."),
+                &format!("You are right. {fix} the gain was {b}.5 kg per tree."),
+            ),
+            2 => turn(
+                "Any update?",
+                &format!("The re-weighing revises the apple yield gain per tree from {a}.5 to {b}.5 kg."),
+            ),
+            _ => turn(
+                &format!("I recall {b}.5 kg from the other orchard. Are you sure about {a}.5 kg?"),
+                &format!("The {b}.5 kg you recall is the other orchard, corrected for age, so both stand; {a}.5 kg per tree is right here."),
+            ),
+        };
         let text = OfflineSummarizer::new(4_000).consolidate(&request(None, vec![claim, correction]));
         prop_assert!(findings(&text).contains(&unrelated), "{}", text);
+        if path == 3 {
+            // A dispute the answer stands by supersedes nothing.
+            prop_assert!(!text.contains(CORRECTIONS_HEADING), "{}", text);
+        }
         let section = text.split(CORRECTIONS_HEADING).nth(1).unwrap_or("");
         prop_assert!(!section.contains(&format!("{c}.5")), "{}", text);
     }

@@ -163,6 +163,11 @@ fn correct_line(
             } else {
                 LINE
             };
+            // The untouched clause may be the line's first, bullet and all.
+            let rest = rest
+                .strip_prefix(LINE)
+                .or_else(|| rest.strip_prefix(EVIDENCE))
+                .unwrap_or(&rest);
             edits.kept_part.push((t, l, format!("{prefix}{rest}")));
         }
         None => edits.gone.push((t, l)),

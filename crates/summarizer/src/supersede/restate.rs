@@ -9,16 +9,17 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{MIN_SHARED_WORDS, core_value, negated_values, sources, values, words};
+use super::{MIN_SHARED_WORDS, core_value, disputed_words, negated_values, sources, values, words};
 use crate::findings;
 
 /// Where a sentence divides into clauses.
 static CLAUSE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"; | — | – |, (?:yet|but|while|whereas) ").expect("the pattern is valid")
+    Regex::new(r"; | — | – |, (?:yet|but|while|whereas|and) ").expect("the pattern is valid")
 });
 
 /// A claim line split into the clauses a correction retracts (those that state a value the
-/// correction negates, or, when it negates none, one it restates) and the rest, which stays a valid finding; `None` for the rest when every
+/// correction negates, or, when it negates none, one it restates, or, when it speaks of no
+/// value of the claim, those naming a word it disputes) and the rest, which stays a valid finding; `None` for the rest when every
 /// clause, or none, states a retracted value (the whole line is the claim).
 pub(crate) fn split_claim(claim: &str, by: &str) -> (String, Option<String>) {
     // The values the correction speaks of: those it negates and those it restates.
@@ -36,9 +37,31 @@ pub(crate) fn split_claim(claim: &str, by: &str) -> (String, Option<String>) {
         .split(claim)
         .filter(|c| !c.trim().is_empty())
         .collect();
-    let (gone, kept): (Vec<&str>, Vec<&str>) = clauses
+    // A correction that disputes a word and no value retracts the clauses naming the word.
+    let disputed = if retracted.is_empty() {
+        disputed_words(by)
+    } else {
+        BTreeSet::new()
+    };
+    let mut retracts: Vec<bool> = clauses
         .iter()
-        .partition(|c| values(c).iter().any(|v| retracted.contains(v)));
+        .map(|c| {
+            values(c).iter().any(|v| retracted.contains(v)) || !words(c).is_disjoint(&disputed)
+        })
+        .collect();
+    // A value-less clause right before a retracted figure is its subject (`The strongest
+    // association — an rsFC edge — was 0.26`): it goes with it.
+    if disputed.is_empty() {
+        for i in (0..clauses.len().saturating_sub(1)).rev() {
+            if retracts[i + 1] && values(clauses[i]).is_empty() {
+                retracts[i] = true;
+            }
+        }
+    }
+    let (mut gone, mut kept): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+    for (c, r) in clauses.iter().zip(&retracts) {
+        if *r { gone.push(c) } else { kept.push(c) }
+    }
     if gone.is_empty() || kept.is_empty() || kept.iter().all(|c| values(c).is_empty()) {
         return (claim.to_owned(), None);
     }
