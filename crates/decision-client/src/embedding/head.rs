@@ -30,71 +30,71 @@ use crate::offline::sigmoid;
 /// Fitted weights, same order as [`super::features::feature_names`].
 #[allow(clippy::approx_constant)]
 pub const WEIGHTS: [f64; N_FEATURES] = [
-    0.1280, // all.sim_prev_query
+    0.1280,  // all.sim_prev_query
     -2.1829, // all.sim_prev_turn
     -1.3775, // all.sim_prev_reply
-    2.4123, // all.sim_unit
-    0.7691, // all.tail_sim_unit
-    1.1160, // all.tail_gap
-    0.1113, // all.return_gain
-    0.8374, // all.reply_sim_unit
+    2.4123,  // all.sim_unit
+    0.7691,  // all.tail_sim_unit
+    1.1160,  // all.tail_gap
+    0.1113,  // all.return_gain
+    0.8374,  // all.reply_sim_unit
     -1.5388, // all.reply_sim_prev_query
     -0.0121, // all.prev_shift
-    1.8809, // all.prev_recap
-    2.2248, // all.prev_table
-    0.1110, // all.sent_prev_reply
+    1.8809,  // all.prev_recap
+    2.2248,  // all.prev_table
+    0.1110,  // all.sent_prev_reply
     -2.5191, // all.tail_sent_prev_reply
     -3.7161, // all.reply_sent_prev_reply
     -0.6666, // all.sent_unit
-    0.5447, // all.novelty_earlier
-    0.1755, // all.novelty_last_pair
-    0.8505, // all.reply_novelty
+    0.5447,  // all.novelty_earlier
+    0.1755,  // all.novelty_last_pair
+    0.8505,  // all.reply_novelty
     -0.9021, // all.previous_asked
-    1.5831, // all.user_asks
-    0.1946, // all.answer_opening
-    0.3995, // all.user_length
+    1.5831,  // all.user_asks
+    0.1946,  // all.answer_opening
+    0.3995,  // all.user_length
     -0.1721, // all.stuck_cue
     -0.9041, // all.drill_cue
-    0.4776, // all.pivot_cue
+    0.4776,  // all.pivot_cue
     -0.6638, // all.wrap_up_latest
     -0.9391, // all.unit_closed
-    0.0503, // all.thanks_previous
+    0.0503,  // all.thanks_previous
     -0.4809, // all.reference_cue
     -0.4767, // all.shared_figure
     -0.6435, // all.open_loop
     -0.2438, // all.return_overlap
     -5.9655, // all.no_earlier
     -1.6745, // research.sim_prev_query
-    0.9568, // research.sim_prev_turn
-    1.4961, // research.sim_prev_reply
+    0.9568,  // research.sim_prev_turn
+    1.4961,  // research.sim_prev_reply
     -1.1357, // research.sim_unit
-    1.6964, // research.tail_sim_unit
+    1.6964,  // research.tail_sim_unit
     -3.2653, // research.tail_gap
-    0.1113, // research.return_gain
+    0.1113,  // research.return_gain
     -0.9125, // research.reply_sim_unit
     -0.8103, // research.reply_sim_prev_query
     -0.3281, // research.prev_shift
-    0.9178, // research.prev_recap
-    2.2248, // research.prev_table
-    0.0958, // research.sent_prev_reply
-    3.2930, // research.tail_sent_prev_reply
+    0.9178,  // research.prev_recap
+    2.2248,  // research.prev_table
+    0.0958,  // research.sent_prev_reply
+    3.2930,  // research.tail_sent_prev_reply
     -2.5239, // research.reply_sent_prev_reply
     -1.0241, // research.sent_unit
-    2.0023, // research.novelty_earlier
+    2.0023,  // research.novelty_earlier
     -0.1603, // research.novelty_last_pair
-    3.2021, // research.reply_novelty
+    3.2021,  // research.reply_novelty
     -0.1330, // research.previous_asked
     -1.3629, // research.user_asks
-    0.4799, // research.answer_opening
-    0.8579, // research.user_length
+    0.4799,  // research.answer_opening
+    0.8579,  // research.user_length
     -0.5686, // research.stuck_cue
-    1.8229, // research.drill_cue
-    0.4248, // research.pivot_cue
-    1.4004, // research.wrap_up_latest
-    3.4196, // research.unit_closed
-    0.6859, // research.thanks_previous
+    1.8229,  // research.drill_cue
+    0.4248,  // research.pivot_cue
+    1.4004,  // research.wrap_up_latest
+    3.4196,  // research.unit_closed
+    0.6859,  // research.thanks_previous
     -0.9791, // research.reference_cue
-    0.0215, // research.shared_figure
+    0.0215,  // research.shared_figure
     -0.4306, // research.open_loop
     -0.4868, // research.return_overlap
     -1.1364, // research.no_earlier
