@@ -362,26 +362,35 @@ mod tests {
         assert!(ledger.check("A 10 %, B 20 %, C 30 %. E 50 %.", "m").is_ok());
     }
 
+    /// The previous summary of the two hive tests.
+    const HIVES: &str = "## Summary\n- Hive density near the orchard was 12.5 colonies per km² (Ode 2019).\n- Pollen loads averaged 31 mg per forager.";
+
+    /// The ledger of one new turn (`user`, `assistant`) after [`HIVES`].
+    fn hive_ledger(user: &str, assistant: &str) -> FactsLedger {
+        FactsLedger::from_request(&SummaryRequest::new(
+            String::new(),
+            String::new(),
+            Some(HIVES.into()),
+            String::from("**User**: hives?"),
+            vec![TurnDigest {
+                invocation_id: "inv-2".into(),
+                user: user.into(),
+                assistant: assistant.into(),
+                tool_outputs: Vec::new(),
+            }],
+        ))
+    }
+
     /// Fail closed: a model summary that restates a corrected claim as valid is refused; one
     /// that states the correction passes, and reconciling never re-adds the old claim.
     #[test]
     fn a_summary_restating_a_corrected_claim_is_refused() {
-        let previous = "## Summary\n- Hive density near the orchard was 12.5 colonies per km² (Ode 2019).\n- Pollen loads averaged 31 mg per forager.";
-        let request = SummaryRequest::new(
-            String::new(),
-            String::new(),
-            Some(previous.into()),
-            String::from("**User**: hives?"),
-            vec![TurnDigest {
-                invocation_id: "inv-2".into(),
-                user: "Can you re-check the hive density?".into(),
-                assistant: "My mistake: hive density near the orchard was 21.5 colonies per km², not 12.5 (Ode 2019).".into(),
-                tool_outputs: Vec::new(),
-            }],
+        let ledger = hive_ledger(
+            "Can you re-check the hive density?",
+            "My mistake: hive density near the orchard was 21.5 colonies per km², not 12.5 (Ode 2019).",
         );
-        let ledger = FactsLedger::from_request(&request);
         assert_eq!(ledger.corrected().len(), 1, "{:?}", ledger.corrected());
-        let stale = "## Summary\n- Hive density near the orchard was 12.5 colonies per km² (Ode 2019).\n- Pollen loads averaged 31 mg per forager.";
+        let stale = HIVES;
         let err = ledger.check(stale, "m").unwrap_err();
         assert!(
             matches!(err, SummarizerError::RestatesSuperseded { .. }),
@@ -401,23 +410,8 @@ mod tests {
     /// stands by supersedes nothing, so restating the claim passes.
     #[test]
     fn a_conceded_proposal_is_refused_and_a_stood_dispute_is_not() {
-        let previous = "## Summary\n- Hive density near the orchard was 12.5 colonies per km² (Ode 2019).\n- Pollen loads averaged 31 mg per forager.";
-        let stale = previous;
-        let ledger_for = |user: &str, assistant: &str| {
-            FactsLedger::from_request(&SummaryRequest::new(
-                String::new(),
-                String::new(),
-                Some(previous.into()),
-                String::from("**User**: hives?"),
-                vec![TurnDigest {
-                    invocation_id: "inv-2".into(),
-                    user: user.into(),
-                    assistant: assistant.into(),
-                    tool_outputs: Vec::new(),
-                }],
-            ))
-        };
-        let conceded = ledger_for(
+        let stale = HIVES;
+        let conceded = hive_ledger(
             "I think the hive density near the orchard was 21.5 colonies per km², not 12.5.",
             "You are right, my mistake.",
         );
@@ -426,7 +420,7 @@ mod tests {
             conceded.check(stale, "m"),
             Err(SummarizerError::RestatesSuperseded { .. })
         ));
-        let stood = ledger_for(
+        let stood = hive_ledger(
             "I recall 21.5 colonies per km² from the hill sites. Are you sure about 12.5?",
             "The 21.5 you recall is the hill sites, corrected for altitude, so both stand; 12.5 colonies per km² is right near the orchard.",
         );

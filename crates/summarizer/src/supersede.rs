@@ -558,7 +558,9 @@ mod tests {
             .collect()
     }
 
-    fn turn(user: &str, answer: &[&str]) -> NewTurn {
+    /// A new turn of `user`'s query and `answer`'s sentences, with no table (shared with the
+    /// child modules' tests).
+    pub(super) fn turn(user: &str, answer: &[&str]) -> NewTurn {
         NewTurn {
             user: vec![user.to_owned()],
             answer: answer.iter().map(|s| (*s).to_owned()).collect(),

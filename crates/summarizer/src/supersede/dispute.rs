@@ -160,15 +160,7 @@ pub(crate) fn proposals<'t>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn turn(user: &str, answer: &[&str]) -> NewTurn {
-        NewTurn {
-            user: vec![user.to_owned()],
-            answer: answer.iter().map(|s| (*s).to_owned()).collect(),
-            rows: Vec::new(),
-            rows_announced: false,
-        }
-    }
+    use crate::supersede::tests::turn;
 
     const CLAIM: &str = "- Seed germination reached 64% at 18 °C in the dark trays (Ruiz 2017).";
 
