@@ -121,17 +121,21 @@ fn prune(dir: &Path, limit: usize) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let mut files: Vec<(SystemTime, PathBuf)> = entries
+    // Names first (no stat per file): the common case, a directory under its limit, stops here.
+    let vectors: Vec<std::fs::DirEntry> = entries
         .filter_map(Result::ok)
         .filter(|e| e.file_name().to_string_lossy().ends_with(".f32"))
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .collect();
-    if files.len() <= limit {
+    if vectors.len() <= limit {
         return;
     }
+    let mut files: Vec<(SystemTime, PathBuf)> = vectors
+        .iter()
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
     files.sort();
     let keep = limit / 5 * 4;
-    for (_, path) in &files[..files.len() - keep] {
+    for (_, path) in &files[..files.len().saturating_sub(keep)] {
         let _ = std::fs::remove_file(path);
     }
 }
