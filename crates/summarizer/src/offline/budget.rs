@@ -4,9 +4,11 @@
 //!
 //! What this module must never do: cut a kept line, or drop a pinned one.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
+use super::merge::DIGITS;
 use super::{EVIDENCE, Line, Rank, TITLE, Topic};
+use crate::findings;
 use crate::text::collapse;
 
 /// The order lines go in: (rank, only lines whose every fact another line states, keep
@@ -60,6 +62,22 @@ pub(super) fn condense(
     }
     let mut dropped = 0;
     let mut count = fact_counts(topics);
+    // Redundant before unique: first the findings whose every value another kept line of
+    // their topic states, then the passes by rank.
+    for t in 0..topics.len() {
+        if total <= target {
+            break;
+        }
+        for line in drop_restated_in_topic(&mut topics[t], &mut total, target) {
+            for f in &line.facts {
+                if let Some(c) = count.get_mut(f) {
+                    *c -= 1;
+                }
+            }
+            gone.push(line);
+            dropped += 1;
+        }
+    }
     for (rank, only_restated, keep_headline) in PASSES {
         for topic in topics.iter_mut() {
             let mut i = 0;
@@ -139,4 +157,70 @@ pub(super) fn dedupe(topics: &mut [Topic]) -> Vec<String> {
         });
     }
     removed
+}
+
+/// True when the fact `f` ([`crate::findings::facts`]) is a number, not a citation or an
+/// identifier (a DOI starts with digits too, but holds a `/`).
+fn is_number(f: &str) -> bool {
+    f.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '+' | '±')) && !f.contains('/')
+}
+
+/// What a line states, for the rule "redundant before unique" within a topic: every number
+/// as written, whatever its label or unit (`p = 0.34` and `p: 0.34`, `1.9 km` and `1.9 vs`
+/// state the same value; a range is one value), every single digit, and every fact that is
+/// not a number (citation keys, identifiers).
+fn values(line: &Line) -> BTreeSet<String> {
+    findings::numbers(&line.text)
+        .into_iter()
+        .map(|n| n.split_whitespace().collect::<String>().replace('−', "-"))
+        .chain(
+            DIGITS
+                .find_iter(&line.text)
+                .filter(|m| m.as_str().len() == 1)
+                .map(|m| m.as_str().to_owned()),
+        )
+        .chain(line.facts.iter().filter(|f| !is_number(f)).cloned())
+        .collect()
+}
+
+/// Drops the findings of `topic` that state a number and whose every value ([`values`])
+/// another kept line of the topic states, the topic's headline aside, until `total` is
+/// within `target`: table rows first, then the other lines, each last line first (a
+/// statement's later parts and a turn's syntheses before its answer's sentences). Returns
+/// the lines dropped.
+fn drop_restated_in_topic(topic: &mut Topic, total: &mut usize, target: usize) -> Vec<Line> {
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for line in &topic.lines {
+        for v in values(line) {
+            *count.entry(v).or_default() += 1;
+        }
+    }
+    let headline = topic.headline();
+    let mut gone = Vec::new();
+    for rows in [true, false] {
+        for i in (0..topic.lines.len()).rev() {
+            if *total <= target {
+                break;
+            }
+            let line = &topic.lines[i];
+            let values = values(line);
+            let redundant = line.row == rows
+                && line.rank != Rank::Pinned
+                && Some(i) != headline
+                && line.facts.iter().any(|f| is_number(f))
+                && values
+                    .iter()
+                    .all(|v| count.get(v).copied().unwrap_or(0) > 1);
+            if redundant {
+                for v in &values {
+                    if let Some(c) = count.get_mut(v) {
+                        *c -= 1;
+                    }
+                }
+                *total -= line.text.chars().count() + 1;
+                gone.push(topic.lines.remove(i));
+            }
+        }
+    }
+    gone
 }

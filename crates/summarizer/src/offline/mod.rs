@@ -121,6 +121,9 @@ struct Line {
     /// The merged statement ([`merge`]) this line is a part of: rendered on one line with the
     /// statement's other parts next to it.
     part_of: Option<usize>,
+    /// A Markdown table row as [`findings::table_rows`] writes it (`Label — Column: value; …`):
+    /// when the budget bites, a row restating its topic's values goes before a sentence.
+    row: bool,
 }
 
 impl Line {
@@ -131,6 +134,15 @@ impl Line {
             text,
             facts,
             part_of: None,
+            row: false,
+        }
+    }
+
+    /// A finding read from a Markdown table row.
+    fn row(text: String) -> Line {
+        Line {
+            row: true,
+            ..Line::finding(text)
         }
     }
 
@@ -146,8 +158,28 @@ impl Line {
         } else {
             Rank::Prose
         };
-        Line::new(rank, text)
+        Line {
+            row: row_form(&text),
+            ..Line::new(rank, text)
+        }
     }
+}
+
+/// True when a finding line has the form [`findings::table_rows`] gives a table row: its
+/// first cell, ` — `, then `Column: value` cells (a previous summary's row, whose origin the
+/// text no longer says).
+fn row_form(text: &str) -> bool {
+    let body = text
+        .strip_prefix(LINE)
+        .or_else(|| text.strip_prefix(EVIDENCE))
+        .unwrap_or(text);
+    body.split_once(" — ").is_some_and(|(label, cells)| {
+        !label.contains(". ")
+            && cells.split("; ").next().is_some_and(|cell| {
+                cell.split_once(": ")
+                    .is_some_and(|(name, _)| !name.is_empty() && name.len() <= 60)
+            })
+    })
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -431,13 +463,13 @@ fn topic_of(turn: &TurnDigest) -> (Topic, NewTurn) {
     let answer_rows = findings::table_rows(&turn.assistant);
     for row in &answer_rows {
         if findings::is_finding(row) {
-            lines.push(Line::finding(format!("{LINE}{row}")));
+            lines.push(Line::row(format!("{LINE}{row}")));
         }
     }
     for output in &turn.tool_outputs {
         for row in findings::table_rows(output) {
             if findings::is_finding(&row) {
-                lines.push(Line::finding(format!("{EVIDENCE}{row}")));
+                lines.push(Line::row(format!("{EVIDENCE}{row}")));
             }
         }
     }
