@@ -63,12 +63,9 @@ pub(super) fn condense(
     let mut dropped = 0;
     let mut count = fact_counts(topics);
     // Redundant before unique: first the findings whose every value another kept line of
-    // their topic states, then the passes by rank.
-    for t in 0..topics.len() {
-        if total <= target {
-            break;
-        }
-        for line in drop_restated_in_topic(&mut topics[t], &mut total, target) {
+    // their topic states, then of the summary, then the passes by rank.
+    for in_topic in [true, false] {
+        for line in drop_restated(topics, in_topic, &mut total, target) {
             for f in &line.facts {
                 if let Some(c) = count.get_mut(f) {
                     *c -= 1;
@@ -183,42 +180,63 @@ fn values(line: &Line) -> BTreeSet<String> {
         .collect()
 }
 
-/// Drops the findings of `topic` that state a number and whose every value ([`values`])
-/// another kept line of the topic states, the topic's headline aside, until `total` is
-/// within `target`: table rows first, then the other lines, each last line first (a
-/// statement's later parts and a turn's syntheses before its answer's sentences). Returns
-/// the lines dropped.
-fn drop_restated_in_topic(topic: &mut Topic, total: &mut usize, target: usize) -> Vec<Line> {
-    let mut count: HashMap<String, usize> = HashMap::new();
-    for line in &topic.lines {
+/// Drops the findings of `topics` that state a number and whose every value ([`values`])
+/// another kept line states — within their own topic (`in_topic`) or anywhere — each topic's
+/// headline aside, until `total` is within `target`: table rows first, then the other lines;
+/// newest topic first and each topic's last line first (a recap, a statement's later parts
+/// and a turn's syntheses go before what they restate). Returns the lines dropped.
+fn drop_restated(
+    topics: &mut [Topic],
+    in_topic: bool,
+    total: &mut usize,
+    target: usize,
+) -> Vec<Line> {
+    let mut gone = Vec::new();
+    let mut everywhere: HashMap<String, usize> = HashMap::new();
+    for line in topics.iter().flat_map(|t| &t.lines) {
         for v in values(line) {
-            *count.entry(v).or_default() += 1;
+            *everywhere.entry(v).or_default() += 1;
         }
     }
-    let headline = topic.headline();
-    let mut gone = Vec::new();
     for rows in [true, false] {
-        for i in (0..topic.lines.len()).rev() {
-            if *total <= target {
-                break;
-            }
-            let line = &topic.lines[i];
-            let values = values(line);
-            let redundant = line.row == rows
-                && line.rank != Rank::Pinned
-                && Some(i) != headline
-                && line.facts.iter().any(|f| is_number(f))
-                && values
-                    .iter()
-                    .all(|v| count.get(v).copied().unwrap_or(0) > 1);
-            if redundant {
-                for v in &values {
-                    if let Some(c) = count.get_mut(v) {
-                        *c -= 1;
+        for topic in topics.iter_mut().rev() {
+            let mut count = if in_topic {
+                let mut count: HashMap<String, usize> = HashMap::new();
+                for line in &topic.lines {
+                    for v in values(line) {
+                        *count.entry(v).or_default() += 1;
                     }
                 }
-                *total -= line.text.chars().count() + 1;
-                gone.push(topic.lines.remove(i));
+                count
+            } else {
+                std::mem::take(&mut everywhere)
+            };
+            let headline = topic.headline();
+            for i in (0..topic.lines.len()).rev() {
+                if *total <= target {
+                    break;
+                }
+                let line = &topic.lines[i];
+                let values = values(line);
+                let redundant = line.row == rows
+                    && line.rank != Rank::Pinned
+                    && Some(i) != headline
+                    && line.facts.iter().any(|f| is_number(f))
+                    && values
+                        .iter()
+                        .all(|v| count.get(v).copied().unwrap_or(0) > 1);
+                if redundant {
+                    for v in &values {
+                        if let Some(c) = count.get_mut(v) {
+                            *c -= 1;
+                        }
+                    }
+                    *total -= line.text.chars().count() + 1;
+                    gone.push(topic.lines.remove(i));
+                }
+            }
+            if !in_topic {
+                everywhere = count;
             }
         }
     }
