@@ -76,6 +76,10 @@ pub(super) fn condense(
         }
     }
     for (rank, only_restated, keep_headline) in PASSES {
+        if !only_restated && keep_headline {
+            dropped += drop_least_dense(topics, rank, &mut count, &mut total, target, gone);
+            continue;
+        }
         for topic in topics.iter_mut() {
             let mut i = 0;
             while total > target && i < topic.lines.len() {
@@ -154,6 +158,46 @@ pub(super) fn dedupe(topics: &mut [Topic]) -> Vec<String> {
         });
     }
     removed
+}
+
+/// Drops the findings of `rank`, each topic's headline aside, until `total` is within
+/// `target`: the line with the most characters per fact first (one long line before several
+/// short ones that state more between them), the oldest on a tie. Returns how many went.
+fn drop_least_dense(
+    topics: &mut [Topic],
+    rank: Rank,
+    count: &mut HashMap<String, usize>,
+    total: &mut usize,
+    target: usize,
+    gone: &mut Vec<Line>,
+) -> usize {
+    let mut dropped = 0;
+    while *total > target {
+        let mut best: Option<(usize, usize, usize)> = None;
+        for (t, topic) in topics.iter().enumerate() {
+            let headline = topic.headline();
+            for (i, line) in topic.lines.iter().enumerate() {
+                if line.rank != rank || Some(i) == headline {
+                    continue;
+                }
+                let cost = line.text.chars().count() / line.facts.len().max(1);
+                if best.is_none_or(|(_, _, c)| cost > c) {
+                    best = Some((t, i, cost));
+                }
+            }
+        }
+        let Some((t, i, _)) = best else { break };
+        let line = topics[t].lines.remove(i);
+        for f in &line.facts {
+            if let Some(c) = count.get_mut(f) {
+                *c -= 1;
+            }
+        }
+        *total -= line.text.chars().count() + 1;
+        gone.push(line);
+        dropped += 1;
+    }
+    dropped
 }
 
 /// True when the fact `f` ([`crate::findings::facts`]) is a number, not a citation or an
@@ -241,4 +285,143 @@ fn drop_restated(
         }
     }
     gone
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topic(question: &str, lines: Vec<Line>) -> Topic {
+        Topic {
+            heading: format!("### Q: {question}"),
+            lines,
+        }
+    }
+
+    fn texts(topics: &[Topic]) -> Vec<&str> {
+        topics
+            .iter()
+            .flat_map(|t| &t.lines)
+            .map(|l| l.text.as_str())
+            .collect()
+    }
+
+    fn total(topics: &[Topic]) -> usize {
+        TITLE.chars().count() + topics.iter().map(Topic::chars).sum::<usize>()
+    }
+
+    /// A table row whose every value the answer's sentence states (in other words: `12
+    /// orchards`, `Orchards: 12`) goes before a finding no other line states, though both
+    /// are uncited and the row is older.
+    #[test]
+    fn a_row_restating_its_topics_values_goes_before_a_unique_finding() {
+        let mut topics = vec![
+            topic(
+                "Thinning?",
+                vec![
+                    Line::finding(
+                        "- Thinning raised yield by 14.6 kg per tree in 12 orchards (Marlow & Eze 2019)."
+                            .into(),
+                    ),
+                    Line::row("- Thinned — Yield: 14.6 kg; Orchards: 12".into()),
+                ],
+            ),
+            topic(
+                "Frost?",
+                vec![
+                    Line::finding("- Frost losses were 31 % lower in 2021.".into()),
+                    Line::finding("* Frost damage fell to 23 % on north slopes.".into()),
+                ],
+            ),
+        ];
+        let all = total(&topics);
+        let mut gone = Vec::new();
+        let dropped = condense(&mut topics, all - 10, all - 10, &mut gone);
+        assert_eq!(dropped, 1);
+        assert_eq!(gone[0].text, "- Thinned — Yield: 14.6 kg; Orchards: 12");
+        assert!(texts(&topics).contains(&"* Frost damage fell to 23 % on north slopes."));
+    }
+
+    /// A later recap that restates an earlier topic's figure goes before the earlier topic's
+    /// own statement of it.
+    #[test]
+    fn a_recap_goes_before_the_finding_it_restates() {
+        let original = "- Thinning raised yield by 14.6 kg per tree (Marlow & Eze 2019).";
+        let recap = "- Yield: 14.6 kg per tree with thinning (Marlow & Eze 2019).";
+        let mut topics = vec![
+            topic(
+                "Thinning?",
+                vec![
+                    Line::finding("- Frost losses were 31 % lower in 2021.".into()),
+                    Line::finding(original.into()),
+                ],
+            ),
+            topic(
+                "Recap?",
+                vec![
+                    Line::finding("- Nitrate stayed at 41 ppm (Ruiz 2021).".into()),
+                    Line::finding(recap.into()),
+                ],
+            ),
+        ];
+        let all = total(&topics);
+        let mut gone = Vec::new();
+        condense(&mut topics, all - 10, all - 10, &mut gone);
+        assert_eq!(gone.len(), 1);
+        assert_eq!(gone[0].text, recap);
+        assert!(texts(&topics).contains(&original));
+    }
+
+    /// Among unique findings of one rank, one long line goes before a short older one: the
+    /// same room keeps more facts.
+    #[test]
+    fn a_long_line_goes_before_a_short_older_one() {
+        let long = format!(
+            "* Pollen loads were {} 18 % lighter on successful trips.",
+            "measured by weighing the corbiculae of returning foragers at the hive entrance,"
+                .repeat(2)
+        );
+        let mut topics = vec![
+            topic(
+                "Frost?",
+                vec![
+                    Line::finding("- Frost losses were 31 % lower in 2021.".into()),
+                    Line::finding("* Frost damage fell to 23 % on north slopes.".into()),
+                ],
+            ),
+            topic(
+                "Pollen?",
+                vec![
+                    Line::finding("- Trips fell from 63 % to 41 %.".into()),
+                    Line::finding(long.clone()),
+                ],
+            ),
+        ];
+        let all = total(&topics);
+        let mut gone = Vec::new();
+        condense(&mut topics, all - 10, all - 10, &mut gone);
+        assert_eq!(gone.len(), 1);
+        assert_eq!(gone[0].text, long);
+        assert!(texts(&topics).contains(&"* Frost damage fell to 23 % on north slopes."));
+    }
+
+    #[test]
+    fn values_read_numbers_whatever_their_label_or_unit() {
+        let a = values(&Line::finding(
+            "- Netting reached p = 0.34 in 8 visits.".into(),
+        ));
+        let b = values(&Line::row(
+            "- Netting — Per-visit p: 0.34; Visits: 8".into(),
+        ));
+        assert_eq!(a, b);
+        // A range is one value, not its two ends.
+        let range = values(&Line::finding("- Cover spanned 12–31 % of plots.".into()));
+        assert!(range.contains("12–31%"), "{range:?}");
+        assert!(!range.contains("12"), "{range:?}");
+        // A citation key is a value; a number inside it is not read on its own.
+        let cited = values(&Line::finding(
+            "- Yield rose 14.6 kg (Marlow & Eze 2019).".into(),
+        ));
+        assert!(cited.iter().any(|v| v.contains("marlow")), "{cited:?}");
+    }
 }
