@@ -11,9 +11,11 @@ use super::{EVIDENCE, Line, Rank, TITLE, Topic};
 use crate::findings;
 use crate::text::collapse;
 
-/// The order lines go in: (rank, only lines whose every fact another line states, keep
-/// each topic's headline). First every topic keeps its headline (its first finding), so that
-/// an old topic shrinks to its question and one finding before any topic loses its last one;
+/// The order lines go in, after the lines whose values another line states ([`values`]):
+/// (rank, only lines whose every fact another line states, keep each topic's headline).
+/// First every topic keeps its headline (its first finding), so that an old topic shrinks to
+/// its question and one finding before any topic loses its last one — the unique findings of
+/// a rank going the line with the most characters per fact first ([`drop_least_dense`]);
 /// then headlines go, oldest topic first.
 const PASSES: [(Rank, bool, bool); 10] = [
     (Rank::Prose, false, true),

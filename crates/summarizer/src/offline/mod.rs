@@ -30,11 +30,15 @@
 //! first: prose lines; question headings cut short; the bibliography without titles; terse
 //! finding lines ([`terse`]: the clauses that state no fact, or only facts a line before
 //! states, leave; the subject, values, units, sources and qualifying clauses stay). Only then
-//! whole lines go, in this order, oldest topic first: findings whose every fact another kept
-//! line states (evidence first); superseded lines; evidence without a citation; the answer's
-//! findings without a citation; cited findings — each topic keeping its headline (its
-//! answer's first finding) — then the headlines, and the headings of topics left empty (the
-//! newest topic stays). A kept finding keeps its numbers and sources; a note says how many
+//! whole lines go, redundant before unique: findings whose every number, citation key and
+//! identifier another kept line of their topic states (table rows first, then the topic's
+//! last lines: a statement's later parts), then of the summary (newest topic first: a recap
+//! before what it restates); findings whose every fact another kept line states (evidence
+//! first, oldest topic first); then the unique ones — evidence without a citation, the
+//! answer's findings without a citation, cited findings, the line with the most characters
+//! per fact first — each topic keeping its headline (its answer's first finding); then the
+//! headlines, oldest topic first, and the headings of topics left empty (the newest topic
+//! stays). A kept finding keeps its numbers and sources; a note says how many
 //! lines were left out. Corrections are pinned. What the citation ledger would carry forward
 //! counts against the budget.
 //!
