@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::merge::DIGITS;
-use super::{EVIDENCE, Line, Rank, TITLE, Topic};
+use super::{EVIDENCE, LINE, Line, Rank, TITLE, Topic};
 use crate::findings;
 use crate::text::collapse;
 
@@ -200,6 +200,23 @@ fn drop_least_dense(
         dropped += 1;
     }
     dropped
+}
+
+/// True when a finding line has the form [`crate::findings::table_rows`] gives a table row: its
+/// first cell, ` — `, then `Column: value` cells (a previous summary's row, whose origin the
+/// text no longer says).
+pub(super) fn row_form(text: &str) -> bool {
+    let body = text
+        .strip_prefix(LINE)
+        .or_else(|| text.strip_prefix(EVIDENCE))
+        .unwrap_or(text);
+    body.split_once(" — ").is_some_and(|(label, cells)| {
+        !label.contains(". ")
+            && cells.split("; ").next().is_some_and(|cell| {
+                cell.split_once(": ")
+                    .is_some_and(|(name, _)| !name.is_empty() && name.len() <= 60)
+            })
+    })
 }
 
 /// True when the fact `f` ([`crate::findings::facts`]) is a number, not a citation or an
@@ -405,6 +422,16 @@ mod tests {
         assert_eq!(gone.len(), 1);
         assert_eq!(gone[0].text, long);
         assert!(texts(&topics).contains(&"* Frost damage fell to 23 % on north slopes."));
+    }
+
+    /// A previous summary's table row is known by the form `findings::table_rows` writes.
+    #[test]
+    fn a_row_is_known_by_its_form() {
+        assert!(row_form("- Thinned — Yield: 14.6 kg; Orchards: 12"));
+        assert!(row_form("* P3 — Gain: 31.5 mm"));
+        assert!(!row_form("- Yield rose by 14.6 kg — more than expected."));
+        assert!(!row_form("- Yield rose. Then — Later: 14.6 kg"));
+        assert!(Line::finding("- Thinned — Yield: 14.6 kg; Orchards: 12".into()).row);
     }
 
     #[test]

@@ -62,7 +62,7 @@ mod correct;
 mod merge;
 mod terse;
 
-use budget::{condense, dedupe};
+use budget::{condense, dedupe, row_form};
 use correct::apply_corrections;
 
 use crate::bibliography;
@@ -167,23 +167,6 @@ impl Line {
             ..Line::new(rank, text)
         }
     }
-}
-
-/// True when a finding line has the form [`findings::table_rows`] gives a table row: its
-/// first cell, ` — `, then `Column: value` cells (a previous summary's row, whose origin the
-/// text no longer says).
-fn row_form(text: &str) -> bool {
-    let body = text
-        .strip_prefix(LINE)
-        .or_else(|| text.strip_prefix(EVIDENCE))
-        .unwrap_or(text);
-    body.split_once(" — ").is_some_and(|(label, cells)| {
-        !label.contains(". ")
-            && cells.split("; ").next().is_some_and(|cell| {
-                cell.split_once(": ")
-                    .is_some_and(|(name, _)| !name.is_empty() && name.len() <= 60)
-            })
-    })
 }
 
 #[derive(Debug, Clone, PartialEq)]
