@@ -23,7 +23,7 @@ use crate::findings::facts;
 pub(super) const MAX_MERGED_CHARS: usize = 600;
 /// A run of digits (with its decimal or thousands marks): a number a merge must not lose, nor
 /// its label, even one too short to count as a fact.
-static DIGITS: LazyLock<Regex> =
+pub(super) static DIGITS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\d+(?:[.,]\d+)*").expect("the pattern is valid"));
 /// Where clauses left out were.
 const GAP: &str = " … ";

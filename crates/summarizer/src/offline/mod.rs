@@ -30,11 +30,15 @@
 //! first: prose lines; question headings cut short; the bibliography without titles; terse
 //! finding lines ([`terse`]: the clauses that state no fact, or only facts a line before
 //! states, leave; the subject, values, units, sources and qualifying clauses stay). Only then
-//! whole lines go, in this order, oldest topic first: findings whose every fact another kept
-//! line states (evidence first); superseded lines; evidence without a citation; the answer's
-//! findings without a citation; cited findings — each topic keeping its headline (its
-//! answer's first finding) — then the headlines, and the headings of topics left empty (the
-//! newest topic stays). A kept finding keeps its numbers and sources; a note says how many
+//! whole lines go, redundant before unique: findings whose every number, citation key and
+//! identifier another kept line of their topic states (table rows first, then the topic's
+//! last lines: a statement's later parts), then of the summary (newest topic first: a recap
+//! before what it restates); findings whose every fact another kept line states (evidence
+//! first, oldest topic first); then the unique ones — evidence without a citation, the
+//! answer's findings without a citation, cited findings, the line with the most characters
+//! per fact first — each topic keeping its headline (its answer's first finding); then the
+//! headlines, oldest topic first, and the headings of topics left empty (the newest topic
+//! stays). A kept finding keeps its numbers and sources; a note says how many
 //! lines were left out. Corrections are pinned. What the citation ledger would carry forward
 //! counts against the budget.
 //!
@@ -58,7 +62,7 @@ mod correct;
 mod merge;
 mod terse;
 
-use budget::{condense, dedupe};
+use budget::{condense, dedupe, row_form};
 use correct::apply_corrections;
 
 use crate::bibliography;
@@ -121,6 +125,9 @@ struct Line {
     /// The merged statement ([`merge`]) this line is a part of: rendered on one line with the
     /// statement's other parts next to it.
     part_of: Option<usize>,
+    /// A Markdown table row as [`findings::table_rows`] writes it (`Label — Column: value; …`):
+    /// when the budget bites, a row restating its topic's values goes before a sentence.
+    row: bool,
 }
 
 impl Line {
@@ -131,6 +138,15 @@ impl Line {
             text,
             facts,
             part_of: None,
+            row: false,
+        }
+    }
+
+    /// A finding read from a Markdown table row.
+    fn row(text: String) -> Line {
+        Line {
+            row: true,
+            ..Line::finding(text)
         }
     }
 
@@ -146,7 +162,10 @@ impl Line {
         } else {
             Rank::Prose
         };
-        Line::new(rank, text)
+        Line {
+            row: row_form(&text),
+            ..Line::new(rank, text)
+        }
     }
 }
 
@@ -431,13 +450,13 @@ fn topic_of(turn: &TurnDigest) -> (Topic, NewTurn) {
     let answer_rows = findings::table_rows(&turn.assistant);
     for row in &answer_rows {
         if findings::is_finding(row) {
-            lines.push(Line::finding(format!("{LINE}{row}")));
+            lines.push(Line::row(format!("{LINE}{row}")));
         }
     }
     for output in &turn.tool_outputs {
         for row in findings::table_rows(output) {
             if findings::is_finding(&row) {
-                lines.push(Line::finding(format!("{EVIDENCE}{row}")));
+                lines.push(Line::row(format!("{EVIDENCE}{row}")));
             }
         }
     }

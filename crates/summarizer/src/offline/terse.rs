@@ -17,7 +17,7 @@ use crate::findings::facts;
 use crate::text::cut;
 
 /// Longest question heading once the budget bites, in characters.
-pub(super) const SHORT_QUESTION_CHARS: usize = 56;
+pub(super) const SHORT_QUESTION_CHARS: usize = 36;
 /// Where clauses left out were.
 const GAP: &str = " … ";
 

@@ -1,0 +1,81 @@
+//! The offline summary under a budget that bites, on invented turns: what restates a value
+//! another kept line states goes first, and folding the unchanged history again erodes no
+//! fact the first fold kept.
+
+use compaction_core::{SummaryRequest, TurnDigest};
+use summarizer::OfflineSummarizer;
+
+fn request(previous: Option<&str>, turns: Vec<TurnDigest>) -> SummaryRequest {
+    SummaryRequest::new(
+        String::new(),
+        String::new(),
+        previous.map(str::to_owned),
+        String::new(),
+        turns,
+    )
+}
+
+/// Invented turns: each answer states its figures in a sentence and again in a table row,
+/// every fourth turn recaps the figures of the turns before it, and each synthesis states one
+/// figure nothing else states.
+fn rows_and_recaps() -> Vec<TurnDigest> {
+    (1..13)
+        .map(|i| {
+            let mut assistant = format!(
+                "Plot {i} gained {i}1.5 mm of peat over {i}2 days (Varga & Lind 2018), \
+                 with {i}6 % water in the top {i}4 cm."
+            );
+            if i % 4 == 0 {
+                assistant.push_str(&format!(
+                    " Recap (Varga & Lind 2018): plot {} gained {}1.5 and plot {} gained {}1.5 mm.",
+                    i - 1,
+                    i - 1,
+                    i - 2,
+                    i - 2
+                ));
+            }
+            assistant.push_str(&format!(
+                "\n\n| Plot | Gain | Days | Water |\n|---|---|---|---|\n\
+                 | P{i} | {i}1.5 mm | {i}2 | {i}6 % |"
+            ));
+            TurnDigest {
+                invocation_id: format!("peat-{i}"),
+                user: format!("What did plot {i} show?"),
+                assistant,
+                tool_outputs: vec![format!("Plot {i} lies at {i}7 m elevation.")],
+            }
+        })
+        .collect()
+}
+
+/// Under a budget that bites, the table rows and recaps that restate a sentence's values go
+/// before a figure only a synthesis states, and five more folds of the unchanged history keep
+/// every fact the first fold kept, then settle.
+#[test]
+fn restatements_go_first_and_repeated_folds_erode_nothing() {
+    let offline = OfflineSummarizer::new(620);
+    let first = offline.consolidate(&request(None, rows_and_recaps()));
+    assert!(first.contains("_Condensed to stay within"), "{first}");
+    assert!(
+        !first.contains("— Gain:"),
+        "a restating row survived\n{first}"
+    );
+    assert!(!first.contains("Recap ("), "a recap survived\n{first}");
+    for i in 1..13 {
+        let unique = format!("{i}7 m elevation");
+        assert!(first.contains(&unique), "lost {unique}\n{first}");
+    }
+    let kept: Vec<String> = (1..13)
+        .flat_map(|i| [format!("{i}1.5 mm of peat"), format!("{i}6 % water")])
+        .filter(|f| first.contains(f.as_str()))
+        .collect();
+    assert!(kept.len() >= 12, "{} kept\n{first}", kept.len());
+    let mut text = first.clone();
+    for _ in 0..5 {
+        text = offline.consolidate(&request(Some(&text), Vec::new()));
+    }
+    for fact in &kept {
+        assert!(text.contains(fact.as_str()), "lost {fact}\n{text}");
+    }
+    assert_eq!(text, offline.consolidate(&request(Some(&text), Vec::new())));
+}
