@@ -21,7 +21,21 @@ use summarizer::{CORRECTIONS_HEADING, FactsLedger, OfflineSummarizer};
 
 /// Cases that fail today, by name: the test fails when this list is not exactly the failing
 /// set, so a fix removes its case here and a regression names itself.
-const KNOWN_MISSES: &[&str] = &[];
+/// - `dataset-table`: the user asks whether a table row's figure is right and the answer moves
+///   it to another dataset whose name differs from the row's only in a short suffix
+///   (`LeafNet-S` / `LeafNet-L`); nothing is superseded.
+/// - `user-own-prose`: the corrected line also carried a valid sentence (`8 hours`), which
+///   leaves with it; the receipt names the user's correction, not the answer's recomputed value.
+/// - `user-own-bullet`: the claim's sibling bullets (`5% of sentences`, `Two annotators`) leave
+///   the findings with the corrected one.
+/// - `user-own-table`: a correction of one cell supersedes `North; Nests: 14` and leaves the
+///   row's other cell as `Density: 0.7 per ha`, without its row label.
+const KNOWN_MISSES: &[&str] = &[
+    "dataset-table",
+    "user-own-prose",
+    "user-own-bullet",
+    "user-own-table",
+];
 
 struct Case {
     name: String,
@@ -106,7 +120,7 @@ fn offline_misses(
         }
     }
     let now = case.now.as_deref().unwrap_or("\u{0}");
-    for (subject, value) in &case.superseded {
+    for (k, (subject, value)) in case.superseded.iter().enumerate() {
         let restated = body
             .lines()
             .filter(|l| has(l, subject) && has(l, value) && !has(l, now))
@@ -116,10 +130,16 @@ fn offline_misses(
                 "restated {subject:?} {value:?} on {restated} line(s)"
             ));
         }
+        // A correction of a correction extends the entry of the claim it corrected: what
+        // was said stands before the first arrow, each later value after one.
         let said = section
             .lines()
             .filter(|l| {
-                let was = l.split(" → ").next().unwrap_or_default();
+                let was = if k == 0 {
+                    l.split(" → ").next().unwrap_or_default()
+                } else {
+                    l
+                };
                 has(was, subject) && has(was, value)
             })
             .count();
@@ -143,8 +163,12 @@ fn offline_misses(
         }) {
             misses.push(format!("no entry gives the corrected {now:?}"));
         }
+        // One record per correcting turn of the fold; the last names the case's value.
         match corrected {
-            [one] if one.turn == case.turn && has(&one.now, now) => {}
+            [.., last]
+                if corrected.len() <= case.superseded.len()
+                    && last.turn == case.turn
+                    && has(&last.now, now) => {}
             other => misses.push(format!(
                 "receipt {:?}, expected one correction to {now:?} in turn {:?}",
                 other
