@@ -101,7 +101,7 @@ const SOURCE_HEADINGS: [&str; 8] = [
 ];
 
 /// Capitalized words that look like an author before a year but are not.
-const NOT_AUTHORS: [&str; 40] = [
+pub(crate) const NOT_AUTHORS: [&str; 40] = [
     "In",
     "On",
     "At",

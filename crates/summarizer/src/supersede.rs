@@ -83,6 +83,15 @@ static AFFIRM: LazyLock<Regex> = LazyLock::new(|| {
 static RETRACTION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:retract\w*|withdr[ae]w\w*)").expect("the pattern is valid")
 });
+/// A work named by surname and year, with or without the brackets a citation needs
+/// (`Kowalski 2018` in a table's label column; `Hale & Obi 2020`).
+static NAMED_WORK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"\b(\p{Lu}\p{Ll}[\p{L}'’\-]+)(?:\s+et\s+al\.?|\s+(?:and|&)\s+\p{Lu}[\p{L}'’\-]+)?",
+        r",?\s+\(?((?:19|20)\d{2})\b"
+    ))
+    .expect("the pattern is valid")
+});
 static FIRST_PERSON: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:i|my|me|i'd|i've|i'm|mine)\b").expect("the pattern is valid")
 });
@@ -99,9 +108,19 @@ const STOPWORDS: [&str; 64] = [
     "does", "such", "same", "other", "both", "very",
 ];
 
+/// A single-digit quantity: a lone digit and the unit word after it (`7 beats`).
+static SMALL_QUANTITY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[^\w.,−\-])(\d) (\p{L}{3,})").expect("the pattern is valid")
+});
+
 /// The values (bare numbers, normalized) a text states: `−0.84`, `1.18%`, `171 ± 29` give
-/// `0.84`, `1.18`, `171`, `29`.
+/// `0.84`, `1.18`, `171`, `29`. A single digit counts with its unit (`7 beats per minute`
+/// gives `7 beats`): the unit tells one small quantity from another.
 pub(crate) fn values(text: &str) -> BTreeSet<String> {
+    let small = SMALL_QUANTITY.captures_iter(text).filter_map(|c| {
+        let (digit, unit) = (c.get(1)?.as_str(), c.get(2)?.as_str().to_lowercase());
+        (!STOPWORDS.contains(&unit.as_str())).then(|| format!("{digit} {unit}"))
+    });
     findings::numbers(text)
         .into_iter()
         .flat_map(|n| {
@@ -114,6 +133,7 @@ pub(crate) fn values(text: &str) -> BTreeSet<String> {
                 .collect();
             std::iter::once(core).chain(ends)
         })
+        .chain(small)
         .filter(|v| !v.is_empty())
         .collect()
 }
@@ -150,6 +170,22 @@ fn sources(text: &str) -> BTreeSet<String> {
         .into_iter()
         .filter(|c| c.kind != CitationKind::SourceLine)
         .map(|c| c.key)
+        .collect()
+}
+
+/// The works a text names by surname and year (`kowalski:2018`), cited or not: the subject a
+/// retraction names. A capitalised common word before a year (`In 2019`, `March 2020`) is none.
+fn named_works(text: &str) -> BTreeSet<String> {
+    NAMED_WORK
+        .captures_iter(text)
+        .filter_map(|c| {
+            let (name, year) = (c.get(1)?.as_str(), c.get(2)?.as_str());
+            let lower = name.to_lowercase();
+            let common = STOPWORDS.contains(&lower.as_str())
+                || citation::NOT_AUTHORS.contains(&name)
+                || ["since", "until", "during", "from", "in", "by"].contains(&lower.as_str());
+            (!common).then(|| format!("{lower}:{year}"))
+        })
         .collect()
 }
 
@@ -449,9 +485,9 @@ fn first_correction(
             .values
             .intersection(&cand.values)
             .any(|v| !protected.contains(v));
-        let subject = shared_sources
-            || shared_words >= MIN_SHARED_WORDS
-            || (shared_words >= 1 && shares_value);
+        let names_work = shared_sources || !named_works(claim).is_disjoint(&named_works(cand.text));
+        let subject =
+            names_work || shared_words >= MIN_SHARED_WORDS || (shared_words >= 1 && shares_value);
         if !subject {
             continue;
         }
@@ -462,7 +498,8 @@ fn first_correction(
             && negates_a_word_of(cand.text, &c.words)
             && !weighs_replacement(cand.text, &c.words)
             && names_its_figure(cand.text, &c.values, &context.claimed);
-        let retracted = shared_sources && RETRACTION.is_match(cand.text);
+        // A retraction names the work (author–year) the claim rests on, cited or not.
+        let retracted = names_work && RETRACTION.is_match(cand.text);
         let swap = cand.announced
             && context.may_swap(&c, cand)
             && (!cand.row || !cand.values.is_subset(&c.values))
@@ -631,6 +668,41 @@ mod tests {
             &["Marlow & Eze 2019 was retracted last year, so its yield gain cannot be used."],
         );
         assert_eq!(targets(&CLAIMS, &t), [0]);
+    }
+
+    /// A single-digit quantity is a value with its unit: moved to another arm, it is a swap;
+    /// another small quantity of the same line is not the disputed one.
+    #[test]
+    fn a_single_digit_quantity_moved_to_another_arm() {
+        let lines = [
+            "In the sham arm, sleep latency fell by 9 minutes over 4 weeks.",
+            "Adherence was 88% in both arms.",
+        ];
+        let t = turn(
+            "Sham?",
+            &[
+                "I put that in the wrong arm: the 9 minutes fall in sleep latency was in the light arm; the sham arm fell by 2 minutes.",
+            ],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
+        assert!(values("fell by 9 minutes over 4 weeks").contains("4 weeks"));
+        assert!(!values("9 of the 12 sites").contains("9 the"));
+    }
+
+    /// A work named without the brackets of a citation (a table's label column) is still the
+    /// subject a retraction names; a retraction of another work leaves it.
+    #[test]
+    fn a_retraction_names_an_uncited_work_by_author_and_year() {
+        let lines = [
+            "Pellham 2011 — Effect size: g = 0.58",
+            "Ostrova 2014 — Effect size: g = 0.21",
+            "In 2011 the effect size was g = 0.33 in the pooled sample.",
+        ];
+        let t = turn(
+            "Still usable?",
+            &["The editors retracted Pellham 2011 in March; its estimate is void."],
+        );
+        assert_eq!(targets(&lines, &t), [0]);
     }
 
     #[test]
