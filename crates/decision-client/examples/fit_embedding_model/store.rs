@@ -167,13 +167,6 @@ impl Store {
                 .len()
                 .checked_sub(2)
                 .is_some_and(|i| has_table(&turns[i].assistant)),
-            anchors: decision_client::embedding::features::anchor_overlap(
-                &latest.user,
-                &turns[..turns.len() - 1]
-                    .iter()
-                    .map(|t| (t.user.as_str(), t.assistant.as_str()))
-                    .collect::<Vec<_>>(),
-            ),
         }
     }
 

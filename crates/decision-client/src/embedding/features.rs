@@ -20,8 +20,6 @@
 //! | `tail_sent_prev_reply` | the same for the query's last sentence |
 //! | `reply_sent_prev_reply` | best cosine of the latest reply with one sentence of the previous reply |
 //! | `sent_unit` | best cosine of the query with one sentence of any reply of the unit |
-//! | `anchor_echo` | how many of the query's anchors ([`anchors`]: tokens with a digit, capitalised words inside a sentence) the unit's replies name, ⅓ each, at most 1: a loop re-opens a figure or a source the assistant stated |
-//! | `anchor_new` | how many of the query's anchors no earlier turn names, ⅓ each, at most 1: a new subject brings its own names |
 //! | the lexical model's fitted features but `research_context` | [`crate::offline`] (novelty shares, a question, query length, the cue lists that occur in TIAGE, …) |
 //!
 //! Each of these appears twice: in the shared block (`all.*`, every state) and in the
@@ -95,12 +93,10 @@ pub struct StateVectors {
     pub latest_tail: Vec<f32>,
     /// The previous reply holds a Markdown table.
     pub previous_table: bool,
-    /// `anchor_echo` and `anchor_new` ([`anchor_overlap`]), read from the text.
-    pub anchors: [f64; 2],
 }
 
 /// Number of similarity features (the first block of [`BASE_NAMES`]).
-pub const N_SIMILARITIES: usize = 18;
+pub const N_SIMILARITIES: usize = 16;
 /// Number of features of one context block: the similarities and the lexical model's fitted
 /// features but its last (`research_context`, which chooses the block).
 pub const N_BASE: usize = N_SIMILARITIES + LEXICAL_FEATURES.len() - 1;
@@ -125,8 +121,6 @@ pub const SIMILARITY_NAMES: [&str; N_SIMILARITIES] = [
     "tail_sent_prev_reply",
     "reply_sent_prev_reply",
     "sent_unit",
-    "anchor_echo",
-    "anchor_new",
 ];
 
 /// Names of the fitted features, in weight order: `all.<name>` for the shared block (every
@@ -259,55 +253,6 @@ pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
         sentences[1],
         sentences[2],
         sentences[3],
-        v.anchors[0],
-        v.anchors[1],
-    ]
-}
-
-/// The anchors of `text`, lower-cased: tokens (trimmed of punctuation at both ends) that hold
-/// a digit (a figure, a year, a unit with a number), and capitalised words that do not open
-/// a sentence (a name, an author, a source, an acronym).
-pub fn anchors(text: &str) -> std::collections::BTreeSet<String> {
-    let mut out = std::collections::BTreeSet::new();
-    let mut opens = true;
-    for raw in text.split_whitespace() {
-        let token = raw.trim_matches(|c: char| !c.is_alphanumeric());
-        let digit = token.chars().any(|c| c.is_ascii_digit());
-        let capital = !opens && token.chars().next().is_some_and(char::is_uppercase);
-        if !token.is_empty() && (digit || capital) {
-            out.insert(token.to_lowercase());
-        }
-        opens = raw.ends_with(['.', '?', '!', ':']) || raw.starts_with(['-', '*', '|', '#']);
-    }
-    out
-}
-
-/// `[anchor_echo, anchor_new]` of a query against the earlier turns (query, reply), oldest
-/// first: the query's anchors named by the last [`UNIT_TURNS`] replies, and those named by
-/// no earlier turn, ⅓ each and at most 1.
-pub fn anchor_overlap<'a>(query: &str, earlier: &[(&'a str, &'a str)]) -> [f64; 2] {
-    let asked = anchors(query);
-    let tokens = |text: &str| -> std::collections::BTreeSet<String> {
-        text.split_whitespace()
-            .map(|t| {
-                t.trim_matches(|c: char| !c.is_alphanumeric())
-                    .to_lowercase()
-            })
-            .collect()
-    };
-    let unit_start = earlier.len().saturating_sub(UNIT_TURNS);
-    let unit: std::collections::BTreeSet<String> = earlier[unit_start..]
-        .iter()
-        .flat_map(|(_, reply)| tokens(reply))
-        .collect();
-    let all: std::collections::BTreeSet<String> = earlier
-        .iter()
-        .flat_map(|(q, reply)| tokens(q).into_iter().chain(tokens(reply)))
-        .collect();
-    let share = |n: usize| (n as f64 / 3.0).min(1.0);
-    [
-        share(asked.iter().filter(|a| unit.contains(*a)).count()),
-        share(asked.iter().filter(|a| !all.contains(*a)).count()),
     ]
 }
 
@@ -484,7 +429,6 @@ mod tests {
             },
             latest_tail: b.clone(),
             previous_table: false,
-            anchors: [0.0; 2],
         };
         let sims = similarities(&state);
         assert!((sims[at("sent_prev_reply")] - 1.0).abs() < 1e-6, "{sims:?}");
@@ -501,34 +445,6 @@ mod tests {
         };
         let sims = similarities(&unsplit);
         assert!((sims[at("sent_prev_reply")] - 0.5f64.sqrt()).abs() < 1e-6);
-    }
-
-    /// Anchors are figures and names inside a sentence; a query that re-opens a figure the
-    /// unit's replies stated echoes it, one that names what nobody said brings new ones.
-    #[test]
-    fn anchors_echo_the_replies_or_are_new() {
-        let found = anchors("Why did Okafor report 12.5 mg? The Tarn survey said 3 m. Fine");
-        let found: Vec<&str> = found.iter().map(String::as_str).collect();
-        assert_eq!(found, ["12.5", "3", "okafor", "tarn"]);
-        let earlier = [
-            (
-                "How tall do alpine larches grow?",
-                "Okafor measured 12.5 m on average.",
-            ),
-            ("And the Tarn plots?", "The Tarn plots were shorter."),
-        ];
-        assert_eq!(
-            anchor_overlap("Was it really 12.5 or did Okafor round?", &earlier),
-            [2.0 / 3.0, 0.0]
-        );
-        assert_eq!(
-            anchor_overlap(
-                "Switching over: what did Lindqvist find in 1998 for the Vale estuary?",
-                &earlier
-            ),
-            [0.0, 1.0]
-        );
-        assert_eq!(anchor_overlap("what else?", &[]), [0.0, 0.0]);
     }
 
     proptest::proptest! {
@@ -560,7 +476,6 @@ mod tests {
             latest: turn(q),
             latest_tail: q.clone(),
             previous_table: false,
-            anchors: [0.0; 2],
         };
         let lexical = Lexical::default();
         let stay = features(&state(&a), &lexical);
@@ -593,7 +508,6 @@ mod tests {
             latest: turn(&c),
             latest_tail: c.clone(),
             previous_table: false,
-            anchors: [0.0; 2],
         };
         let remembered = StateVectors {
             history: vec![turn(&c), turn(&a), turn(&b), turn(&b), turn(&b)],

@@ -46,8 +46,6 @@ pub const WEIGHTS: [f64; N_FEATURES] = [
     -2.5191, // all.tail_sent_prev_reply
     -3.7161, // all.reply_sent_prev_reply
     -0.6666, // all.sent_unit
-    0.0,     // all.anchor_echo
-    0.0,     // all.anchor_new
     0.5447,  // all.novelty_earlier
     0.1755,  // all.novelty_last_pair
     0.8505,  // all.reply_novelty
@@ -82,8 +80,6 @@ pub const WEIGHTS: [f64; N_FEATURES] = [
     3.2930,  // research.tail_sent_prev_reply
     -2.5239, // research.reply_sent_prev_reply
     -1.0241, // research.sent_unit
-    0.0,     // research.anchor_echo
-    0.0,     // research.anchor_new
     2.0023,  // research.novelty_earlier
     -0.1603, // research.novelty_last_pair
     3.2021,  // research.reply_novelty

@@ -159,13 +159,6 @@ pub fn state_vectors(
         previous_table: earlier
             .last()
             .is_some_and(|t| features::has_table(&t.assistant)),
-        anchors: features::anchor_overlap(
-            &latest.user,
-            &earlier
-                .iter()
-                .map(|t| (t.user.as_str(), t.assistant.as_str()))
-                .collect::<Vec<_>>(),
-        ),
     })
 }
 
