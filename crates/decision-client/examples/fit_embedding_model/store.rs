@@ -167,10 +167,6 @@ impl Store {
                 .len()
                 .checked_sub(2)
                 .is_some_and(|i| has_table(&turns[i].assistant)),
-            latest_sentences: sentences(&latest.user)
-                .into_iter()
-                .map(|s| self.vector(s, QUERY_TOKENS))
-                .collect(),
         }
     }
 

@@ -93,12 +93,10 @@ pub struct StateVectors {
     pub latest_tail: Vec<f32>,
     /// The previous reply holds a Markdown table.
     pub previous_table: bool,
-    /// The latest query's sentences ([`sentences`]), each embedded; empty when it has one.
-    pub latest_sentences: Vec<Vec<f32>>,
 }
 
 /// Number of similarity features (the first block of [`BASE_NAMES`]).
-pub const N_SIMILARITIES: usize = 17;
+pub const N_SIMILARITIES: usize = 16;
 /// Number of features of one context block: the similarities and the lexical model's fitted
 /// features but its last (`research_context`, which chooses the block).
 pub const N_BASE: usize = N_SIMILARITIES + LEXICAL_FEATURES.len() - 1;
@@ -123,7 +121,6 @@ pub const SIMILARITY_NAMES: [&str; N_SIMILARITIES] = [
     "tail_sent_prev_reply",
     "reply_sent_prev_reply",
     "sent_unit",
-    "query_sent_prev_reply",
 ];
 
 /// Names of the fitted features, in weight order: `all.<name>` for the shared block (every
@@ -256,14 +253,6 @@ pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
         sentences[1],
         sentences[2],
         sentences[3],
-        match known.last() {
-            Some(prev) if !v.latest_sentences.is_empty() => v
-                .latest_sentences
-                .iter()
-                .map(|s| prev.best_sentence(s))
-                .fold(f64::NEG_INFINITY, f64::max),
-            _ => sentences[0],
-        },
     ]
 }
 
@@ -440,7 +429,6 @@ mod tests {
             },
             latest_tail: b.clone(),
             previous_table: false,
-            latest_sentences: Vec::new(),
         };
         let sims = similarities(&state);
         assert!((sims[at("sent_prev_reply")] - 1.0).abs() < 1e-6, "{sims:?}");
@@ -488,7 +476,6 @@ mod tests {
             latest: turn(q),
             latest_tail: q.clone(),
             previous_table: false,
-            latest_sentences: Vec::new(),
         };
         let lexical = Lexical::default();
         let stay = features(&state(&a), &lexical);
@@ -521,7 +508,6 @@ mod tests {
             latest: turn(&c),
             latest_tail: c.clone(),
             previous_table: false,
-            latest_sentences: Vec::new(),
         };
         let remembered = StateVectors {
             history: vec![turn(&c), turn(&a), turn(&b), turn(&b), turn(&b)],

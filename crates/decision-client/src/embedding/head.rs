@@ -46,7 +46,6 @@ pub const WEIGHTS: [f64; N_FEATURES] = [
     -2.5191, // all.tail_sent_prev_reply
     -3.7161, // all.reply_sent_prev_reply
     -0.6666, // all.sent_unit
-    0.0,     // all.query_sent_prev_reply
     0.5447,  // all.novelty_earlier
     0.1755,  // all.novelty_last_pair
     0.8505,  // all.reply_novelty
@@ -81,7 +80,6 @@ pub const WEIGHTS: [f64; N_FEATURES] = [
     3.2930,  // research.tail_sent_prev_reply
     -2.5239, // research.reply_sent_prev_reply
     -1.0241, // research.sent_unit
-    0.0,     // research.query_sent_prev_reply
     2.0023,  // research.novelty_earlier
     -0.1603, // research.novelty_last_pair
     3.2021,  // research.reply_novelty

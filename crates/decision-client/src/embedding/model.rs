@@ -159,10 +159,6 @@ pub fn state_vectors(
         previous_table: earlier
             .last()
             .is_some_and(|t| features::has_table(&t.assistant)),
-        latest_sentences: features::sentences(&latest.user)
-            .into_iter()
-            .map(|s| cache.vector(encoder, s, QUERY_TOKENS).map(|v| v.to_vec()))
-            .collect::<Result<_, _>>()?,
     })
 }
 
