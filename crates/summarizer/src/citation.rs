@@ -22,7 +22,7 @@
 //! line, up to case, whitespace, a trailing period and list markers, inside a sources
 //! section) so that a kept citation is found again by the next rolling consolidation.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -101,7 +101,7 @@ const SOURCE_HEADINGS: [&str; 8] = [
 ];
 
 /// Capitalized words that look like an author before a year but are not.
-pub(crate) const NOT_AUTHORS: [&str; 40] = [
+const NOT_AUTHORS: [&str; 40] = [
     "In",
     "On",
     "At",
@@ -163,6 +163,21 @@ static AUTHOR_YEAR: LazyLock<Regex> = LazyLock::new(|| {
 static LIST_MARKER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\s*(?:[-*+•]\s+|\d{1,3}[.)]\s+|\[\d{1,3}\]\s*)").expect("the pattern is valid")
 });
+
+/// The works `text` names by surname and year, cited or not (`Kowalski 2018` in a table's
+/// label column, where a citation would need its brackets or comma): `surname:year`, lower
+/// case. An acronym or a capitalised word of [`NOT_AUTHORS`] before a year names none.
+pub(crate) fn named_works(text: &str) -> BTreeSet<String> {
+    AUTHOR_YEAR
+        .captures_iter(text)
+        .filter_map(|c| {
+            let (surname, year) = (c.get(1)?.as_str(), c.get(3)?.as_str());
+            let acronym = !surname.chars().any(char::is_lowercase);
+            (!acronym && !NOT_AUTHORS.contains(&surname))
+                .then(|| format!("{}:{}", surname.to_lowercase(), &year[..4]))
+        })
+        .collect()
+}
 
 /// Every citation in `text`, in order of first appearance, deduplicated by key. Source lines
 /// come in document order with the inline citations found along the way.

@@ -83,15 +83,6 @@ static AFFIRM: LazyLock<Regex> = LazyLock::new(|| {
 static RETRACTION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:retract\w*|withdr[ae]w\w*)").expect("the pattern is valid")
 });
-/// A work named by surname and year, with or without the brackets a citation needs
-/// (`Kowalski 2018` in a table's label column; `Hale & Obi 2020`).
-static NAMED_WORK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"\b(\p{Lu}\p{Ll}[\p{L}'’\-]+)(?:\s+et\s+al\.?|\s+(?:and|&)\s+\p{Lu}[\p{L}'’\-]+)?",
-        r",?\s+\(?((?:19|20)\d{2})\b"
-    ))
-    .expect("the pattern is valid")
-});
 static FIRST_PERSON: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:i|my|me|i'd|i've|i'm|mine)\b").expect("the pattern is valid")
 });
@@ -173,18 +164,15 @@ fn sources(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// The works a text names by surname and year (`kowalski:2018`), cited or not: the subject a
-/// retraction names. A capitalised common word before a year (`In 2019`, `March 2020`) is none.
+/// The works a text names by surname and year ([`citation::named_works`]), cited or not:
+/// the subject a retraction names. A common word before a year (`Both 2019`) is none.
 fn named_works(text: &str) -> BTreeSet<String> {
-    NAMED_WORK
-        .captures_iter(text)
-        .filter_map(|c| {
-            let (name, year) = (c.get(1)?.as_str(), c.get(2)?.as_str());
-            let lower = name.to_lowercase();
-            let common = STOPWORDS.contains(&lower.as_str())
-                || citation::NOT_AUTHORS.contains(&name)
-                || ["since", "until", "during", "from", "in", "by"].contains(&lower.as_str());
-            (!common).then(|| format!("{lower}:{year}"))
+    citation::named_works(text)
+        .into_iter()
+        .filter(|key| {
+            key.split(':')
+                .next()
+                .is_some_and(|surname| !STOPWORDS.contains(&surname))
         })
         .collect()
 }

@@ -2,18 +2,11 @@
 //! another kept line states goes first, and folding the unchanged history again erodes no
 //! fact the first fold kept.
 
-use compaction_core::{SummaryRequest, TurnDigest};
-use summarizer::OfflineSummarizer;
+mod common;
 
-fn request(previous: Option<&str>, turns: Vec<TurnDigest>) -> SummaryRequest {
-    SummaryRequest::new(
-        String::new(),
-        String::new(),
-        previous.map(str::to_owned),
-        String::new(),
-        turns,
-    )
-}
+use common::request;
+use compaction_core::TurnDigest;
+use summarizer::OfflineSummarizer;
 
 /// Invented turns: each answer states its figures in a sentence and again in a table row,
 /// every fourth turn recaps the figures of the turns before it, and each synthesis states one

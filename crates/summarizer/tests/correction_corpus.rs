@@ -15,6 +15,8 @@
 //! correcting turn. A case labelled with no superseded claim must get no Corrections section,
 //! no corrected receipt entry and no ledger correction.
 
+mod common;
+
 use compaction_core::{SummaryRequest, TurnDigest};
 use serde_json::Value;
 use summarizer::{CORRECTIONS_HEADING, FactsLedger, OfflineSummarizer};
@@ -90,14 +92,7 @@ fn digest(i: usize, (user, answer): &(String, String)) -> TurnDigest {
 }
 
 fn request(previous: Option<&str>, turns: Vec<TurnDigest>, first: usize) -> SummaryRequest {
-    SummaryRequest::new(
-        String::new(),
-        String::new(),
-        previous.map(str::to_owned),
-        String::new(),
-        turns,
-    )
-    .with_first_turn(Some(first))
+    common::request(previous, turns).with_first_turn(Some(first))
 }
 
 fn has(line: &str, needle: &str) -> bool {

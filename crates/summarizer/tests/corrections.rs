@@ -3,7 +3,10 @@
 //! a claim sharing neither subject nor value with a correction is never superseded (property),
 //! repeated folds of an unchanged history erode no fact, and the receipt agrees.
 
-use compaction_core::{DropReason, SummaryRequest, TurnDigest};
+mod common;
+
+use common::request;
+use compaction_core::{DropReason, TurnDigest};
 use proptest::prelude::*;
 use summarizer::{CORRECTIONS_HEADING, OfflineSummarizer};
 
@@ -14,16 +17,6 @@ fn turn(user: &str, answer: &str) -> TurnDigest {
         assistant: answer.into(),
         tool_outputs: Vec::new(),
     }
-}
-
-fn request(previous: Option<&str>, turns: Vec<TurnDigest>) -> SummaryRequest {
-    SummaryRequest::new(
-        String::new(),
-        String::new(),
-        previous.map(str::to_owned),
-        String::new(),
-        turns,
-    )
 }
 
 fn corrections_section(summary: &str) -> String {

@@ -50,6 +50,15 @@ fn restated(line: &Line, count: &HashMap<String, usize>) -> bool {
             .all(|f| count.get(f).copied().unwrap_or(0) > 1)
 }
 
+/// Counts `line`'s facts as stated once less (it left the summary).
+fn forget(count: &mut HashMap<String, usize>, line: &Line) {
+    for f in &line.facts {
+        if let Some(c) = count.get_mut(f) {
+            *c -= 1;
+        }
+    }
+}
+
 /// Drops lines until the prose fits `target` characters (when it is over `limit`): see the
 /// module docs for the order. Returns how many lines went.
 pub(super) fn condense(
@@ -68,11 +77,7 @@ pub(super) fn condense(
     // their topic states, then of the summary, then the passes by rank.
     for in_topic in [true, false] {
         for line in drop_restated(topics, in_topic, &mut total, target) {
-            for f in &line.facts {
-                if let Some(c) = count.get_mut(f) {
-                    *c -= 1;
-                }
-            }
+            forget(&mut count, &line);
             gone.push(line);
             dropped += 1;
         }
@@ -91,11 +96,7 @@ pub(super) fn condense(
                     && Some(i) != headline
                     && (!only_restated || restated(line, &count))
                 {
-                    for f in &line.facts {
-                        if let Some(c) = count.get_mut(f) {
-                            *c -= 1;
-                        }
-                    }
+                    forget(&mut count, line);
                     total -= line.text.chars().count() + 1;
                     gone.push(topic.lines.remove(i));
                     dropped += 1;
@@ -190,11 +191,7 @@ fn drop_least_dense(
         }
         let Some((t, i, _)) = best else { break };
         let line = topics[t].lines.remove(i);
-        for f in &line.facts {
-            if let Some(c) = count.get_mut(f) {
-                *c -= 1;
-            }
-        }
+        forget(count, &line);
         *total -= line.text.chars().count() + 1;
         gone.push(line);
         dropped += 1;

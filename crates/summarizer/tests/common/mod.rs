@@ -5,7 +5,7 @@
 pub mod fixture;
 
 use compaction_core::testing::EventFactory;
-use compaction_core::{CompactionPlan, Event, SummaryRequest, plan_compaction};
+use compaction_core::{CompactionPlan, Event, SummaryRequest, TurnDigest, plan_compaction};
 use serde_json::Map;
 
 /// The settings' default summarizer slug.
@@ -94,4 +94,16 @@ impl Conversation {
             Map::new(),
         ));
     }
+}
+
+/// A request that folds invented `turns` onto the `previous` summary, with no instructions
+/// and no rendered transcript (what the offline summarizer's tests need).
+pub fn request(previous: Option<&str>, turns: Vec<TurnDigest>) -> SummaryRequest {
+    SummaryRequest::new(
+        String::new(),
+        String::new(),
+        previous.map(str::to_owned),
+        String::new(),
+        turns,
+    )
 }
