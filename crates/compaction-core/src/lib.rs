@@ -115,7 +115,7 @@ pub use settings::{
     key_hint, shadow_from,
 };
 pub use state::{
-    DEFAULT_STATE_BUDGET_TOKENS, DecisionState, RESEARCH_TURN_HISTORY, StateTurn,
-    extract_decision_state, extract_decision_state_from_view,
+    DECISION_HISTORY_TURNS, DEFAULT_STATE_BUDGET_TOKENS, DecisionState, RESEARCH_TURN_HISTORY,
+    StateTurn, extract_decision_state, extract_decision_state_from_view,
 };
 pub use time::{InvalidTimestamp, Timestamp, civil_from_days};

@@ -19,6 +19,9 @@
 //! finds the turns themselves newest first too, so a probe never splits or renders the whole
 //! tail.
 //!
+//! The walk goes on past the budget for [`DecisionState::older`], at most
+//! [`DECISION_HISTORY_TURNS`] turns, so that bound holds as well.
+//!
 //! # Structured turns
 //! [`DecisionState::turns`] holds the turns exactly as rendered (texts trimmed, the latest cut
 //! like `latest_turn` when it alone exceeds the budget), so an adapter that wants the user's
@@ -39,6 +42,10 @@ pub const RESEARCH_TURN_HISTORY: &str = "RESEARCH_TURN_HISTORY";
 pub(crate) const MAX_FINDINGS_WORDS: usize = 150;
 /// The default token budget of the whole decision state.
 pub const DEFAULT_STATE_BUDGET_TOKENS: usize = 500;
+/// The decision state's memory: at most this many turns before turn N in all, the rendered
+/// earlier turns and [`DecisionState::older`] together (the window's own turns are never
+/// dropped for it).
+pub const DECISION_HISTORY_TURNS: usize = 24;
 
 /// What the decision model reads: the conversation so far and the turn that just completed.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
@@ -54,6 +61,14 @@ pub struct DecisionState {
     /// form. Empty when the state was made from text alone (a labelled case file, say).
     #[serde(skip)]
     pub turns: Vec<StateTurn>,
+    /// The completed turns before the rendered ones that the live summary does not cover,
+    /// oldest first, uncut, at most [`DECISION_HISTORY_TURNS`] less the rendered earlier
+    /// turns: a wider memory than the budget allows the wire form, for a local model that
+    /// reads meaning (the embedding model compares the latest query with the whole current
+    /// topic, not only with the one or two turns 500 tokens hold). Never serialized and
+    /// never rendered; empty when the state was made from text alone.
+    #[serde(skip)]
+    pub older: Vec<StateTurn>,
 }
 
 /// One completed turn as the decision state rendered it.
@@ -88,6 +103,12 @@ impl DecisionState {
     /// The earlier turns, oldest first.
     pub fn earlier(&self) -> &[StateTurn] {
         self.turns.split_last().map_or(&[], |(_, rest)| rest)
+    }
+
+    /// Every turn before turn N the state knows of, oldest first: [`Self::older`], then the
+    /// rendered earlier turns.
+    pub fn known_earlier(&self) -> impl Iterator<Item = &StateTurn> {
+        self.older.iter().chain(self.earlier())
     }
 }
 
@@ -214,8 +235,8 @@ pub fn extract_decision_state_from_view(
 }
 
 /// The decision state from the newest part of a coordinator view (a store's window of its
-/// live tail): `Ok` when that part decides it — the budget ran out, the live summary was
-/// reached, or `whole` says the part is the whole view — and then it equals
+/// live tail): `Ok` when that part decides it — the budget ran out and the older turns are
+/// full, the live summary was reached, or `whole` says the part is the whole view — and then it equals
 /// [`extract_decision_state_from_view`] of the whole view; `Err(NeedMore)` when the walk
 /// reached the start of the part, so older events might still fit the budget.
 pub(crate) fn extract_decision_state_from_window(
@@ -237,8 +258,8 @@ pub(crate) fn extract_decision_state_from_window(
         }
     })
     .filter(Turn::is_completed);
-    let (state, stopped_by_budget) = extract_newest_first(turns, state, estimator, budget_tokens);
-    if whole || stopped_by_budget || !ran_out.get() {
+    let (state, decided) = extract_newest_first(turns, state, estimator, budget_tokens);
+    if whole || decided || !ran_out.get() {
         Ok(state)
     } else {
         Err(NeedMore)
@@ -250,7 +271,10 @@ pub(crate) fn extract_decision_state_from_window(
 pub(crate) struct NeedMore;
 
 /// The one extraction rule: turn N first (cut to fit), then earlier turns newest first while
-/// each still fits, stopping at the first that does not.
+/// each still fits, stopping at the first that does not; that turn and the ones before it
+/// become [`DecisionState::older`] until [`DECISION_HISTORY_TURNS`] earlier turns are known.
+/// The flag says the walk was decided by its own limits (older turns full) rather than by
+/// running out of turns.
 fn extract_newest_first<'a>(
     mut newest_first: impl Iterator<Item = Turn<'a>>,
     state: &Map<String, Value>,
@@ -273,38 +297,49 @@ fn extract_newest_first<'a>(
         research,
     }];
     let mut rendered: Vec<String> = Vec::new();
-    let mut stopped_by_budget = false;
+    let mut older: Vec<StateTurn> = Vec::new();
+    let mut room: Option<usize> = None;
     for (i, turn) in newest_first.enumerate() {
         let (user, assistant, research) = sides(&turn, state);
-        let pair = render_pair(&user, &assistant);
-        // Two newlines separate pairs; count them against the budget too.
-        let cost = if rendered.is_empty() {
-            estimator.estimate(&pair)
-        } else {
-            estimator.estimate(&format!("{pair}\n\n"))
-        };
-        if cost > remaining {
-            stopped_by_budget = true;
-            break;
-        }
-        remaining -= cost;
-        rendered.push(pair);
-        kept.push(StateTurn {
+        let state_turn = StateTurn {
             age: i + 1,
             invocation_id: turn.invocation_id().to_owned(),
             user,
             assistant,
             research,
-        });
+        };
+        if room.is_none() {
+            let pair = state_turn.render();
+            // Two newlines separate pairs; count them against the budget too.
+            let cost = if rendered.is_empty() {
+                estimator.estimate(&pair)
+            } else {
+                estimator.estimate(&format!("{pair}\n\n"))
+            };
+            if cost <= remaining {
+                remaining -= cost;
+                rendered.push(pair);
+                kept.push(state_turn);
+                continue;
+            }
+            room = Some(DECISION_HISTORY_TURNS.saturating_sub(rendered.len()));
+        }
+        if room.is_some_and(|r| older.len() >= r) {
+            break;
+        }
+        older.push(state_turn);
     }
+    let decided = room.is_some_and(|r| older.len() >= r);
     rendered.reverse();
     kept.reverse();
+    older.reverse();
     let state = DecisionState {
         earlier_discussion: rendered.join("\n\n"),
         latest_turn,
         turns: kept,
+        older,
     };
-    (Some(state), stopped_by_budget)
+    (Some(state), decided)
 }
 
 /// The user and assistant texts that a pair rendered from them keeps when cut to its first
@@ -417,6 +452,32 @@ mod tests {
         assert!(s.latest_turn.contains("question 9"));
         assert!(s.earlier_discussion.contains("question 8"));
         assert!(!s.earlier_discussion.contains("question 0"));
+    }
+
+    #[test]
+    fn turns_beyond_the_budget_are_kept_uncut_as_older_up_to_the_memory_limit() {
+        let mut f = EventFactory::new();
+        let mut events = Vec::new();
+        for i in 0..40 {
+            events.extend(f.conversational_turn(
+                &format!("i{i}"),
+                &format!("question {i}"),
+                &"y".repeat(300),
+            ));
+        }
+        let view = coordinator_view(&events);
+        let s = extract_decision_state_from_view(&view, None, &Map::new(), &CharsPerToken, 200)
+            .unwrap();
+        // 200 tokens hold turn 39 and one earlier turn; the memory holds 24 earlier turns.
+        assert_eq!(s.earlier().len(), 1);
+        assert_eq!(s.older.len(), DECISION_HISTORY_TURNS - 1);
+        assert_eq!(s.older[0].user, "question 15");
+        assert_eq!(s.older.last().unwrap().user, "question 37");
+        assert_eq!(s.older[0].assistant.len(), 300, "older turns are never cut");
+        assert_eq!(s.older[0].age, 24);
+        // Not part of the wire form.
+        let wire = serde_json::to_string(&s).unwrap();
+        assert!(!wire.contains("question 37"), "{wire}");
     }
 
     #[test]
@@ -565,7 +626,7 @@ mod tests {
         #[test]
         fn bounded_extraction_equals_whole_render_then_fit(
             turns in proptest::collection::vec(
-                (0u8..5, "[a-zé ?]{0,40}", "[a-z0-9é .]{0,300}"), 1..40),
+                (0u8..5, "[a-zé ?]{0,40}", "[a-z0-9é .]{0,300}"), 1..60),
             budget in 1usize..700,
         ) {
             let (events, state, summarized_until) = session(&turns);
@@ -592,6 +653,17 @@ mod tests {
                     .into_iter()
                     .filter(|t| summarized_until.is_none_or(|end| t.first_timestamp() > end))
                     .collect();
+                // The older turns: the uncovered ones before the rendered window, newest
+                // first up to the memory's limit, uncut, their ages going on from the window's.
+                let before: Vec<String> = slice[..slice.len() - s.turns.len()]
+                    .iter()
+                    .map(|t| render_pair(&t.user_query(), &assistant_response(t, &state)))
+                    .collect();
+                let room = DECISION_HISTORY_TURNS.saturating_sub(s.earlier().len());
+                let older: Vec<String> = s.older.iter().map(StateTurn::render).collect();
+                prop_assert_eq!(&older[..], &before[before.len().saturating_sub(room)..]);
+                prop_assert!(s.older.iter().rev().enumerate().all(|(i, t)| t.age == s.turns.len() + i));
+                prop_assert_eq!(s.known_earlier().count(), s.older.len() + s.earlier().len());
                 prop_assert_eq!(
                     extract_decision_state(&slice, &state, &CharsPerToken, budget),
                     Some(s)

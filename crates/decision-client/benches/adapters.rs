@@ -26,6 +26,7 @@ fn state_500_tokens() -> DecisionState {
         earlier_discussion: earlier.join("\n\n"),
         latest_turn: latest,
         turns: Vec::new(),
+        older: Vec::new(),
     }
 }
 

@@ -70,6 +70,7 @@ fn state_of(mut turns: Vec<StateTurn>) -> DecisionState {
             .join("\n\n"),
         latest_turn: turns[n - 1].render(),
         turns,
+        older: Vec::new(),
     }
 }
 

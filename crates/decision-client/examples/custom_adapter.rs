@@ -84,6 +84,7 @@ async fn main() -> Result<(), AdapterError> {
             earlier_discussion: "**User**: What limits perovskite solar cell lifetime?\n**Assistant**: Moisture and ion migration.".to_owned(),
             latest_turn: "**User**: Different topic: how are offshore wind farms decommissioned?\n**Assistant**: Mostly by reverse installation.".to_owned(),
             turns: Vec::new(),
+            older: Vec::new(),
         },
     );
     let answer = model.decide(&request).await?;

@@ -67,6 +67,7 @@
 //!     earlier_discussion: "**User**: What causes capacity fade in graphite anodes?\n**Assistant**: Lithium plating.".into(),
 //!     latest_turn: "**User**: Switching topics: what does vanadium flow storage cost?\n**Assistant**: $0.20-0.35/kWh.".into(),
 //!     turns: Vec::new(),
+//!     older: Vec::new(),
 //! };
 //! let request = ProbeRequest::new(&settings.decision_model, state);
 //! let answer = tokio::runtime::Builder::new_current_thread()

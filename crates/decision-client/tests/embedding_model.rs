@@ -53,6 +53,7 @@ fn state(turns: &[(&str, &str)]) -> DecisionState {
             .join("\n\n"),
         latest_turn: latest.render(),
         turns,
+        older: Vec::new(),
     }
 }
 

@@ -185,6 +185,7 @@ async fn the_built_adapter_uses_the_configured_endpoint_key_variable_and_timeout
             earlier_discussion: "**User**: a\n**Assistant**: b".into(),
             latest_turn: "**User**: c\n**Assistant**: d".into(),
             turns: Vec::new(),
+            older: Vec::new(),
         },
     );
     let slow = build_decision_model(&settings, &make(0.2), &vars).unwrap();

@@ -11,6 +11,7 @@ fn state(earlier: String, latest: String) -> DecisionState {
         earlier_discussion: earlier,
         latest_turn: latest,
         turns: Vec::new(),
+        older: Vec::new(),
     }
 }
 

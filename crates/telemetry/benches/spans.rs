@@ -33,6 +33,7 @@ fn bench(c: &mut Criterion) {
             earlier_discussion: prose(300),
             latest_turn: prose(75),
             turns: Vec::new(),
+            older: Vec::new(),
         },
     );
     let answer = DecisionAnswer::new(0.82)

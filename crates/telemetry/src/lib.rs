@@ -51,7 +51,7 @@
 //!
 //! // The engine drives the port; here by hand.
 //! let model = compaction_core::ModelInfo::new("typesafe", "typesafe", "jev-latest");
-//! let state = compaction_core::DecisionState { earlier_discussion: "…".into(), latest_turn: "…".into(), turns: Vec::new() };
+//! let state = compaction_core::DecisionState { earlier_discussion: "…".into(), latest_turn: "…".into(), turns: Vec::new(), older: Vec::new() };
 //! let request = compaction_core::ProbeRequest::new("jev-latest", state);
 //! let span = telemetry.start_probe(&compaction_core::ProbeStart::new(&model, &request, 0.75, 4, 38_400));
 //! span.finish(&compaction_core::ProbeEnd::new(

@@ -36,6 +36,7 @@ fn record_a_turn(guard: &TelemetryGuard) {
                 earlier_discussion: "Dense retrieval settled.".into(),
                 latest_turn: "Now tokenizers.".into(),
                 turns: Vec::new(),
+                older: Vec::new(),
             },
         );
         let probe = telemetry.start_probe(&ProbeStart::new(&model, &request, 0.75, 4, 38_400));
@@ -297,6 +298,7 @@ fn record_a_phoenix_turn(guard: &TelemetryGuard) {
                     earlier_discussion: "Dense retrieval settled.".into(),
                     latest_turn: "Now tokenizers.".into(),
                     turns: Vec::new(),
+                    older: Vec::new(),
                 },
             );
             let probe =

@@ -577,6 +577,7 @@ fn probe_by_hand(
             earlier_discussion: "Earlier: dense retrieval wins on recall.".into(),
             latest_turn: "Now: which tokenizer?".into(),
             turns: Vec::new(),
+            older: Vec::new(),
         },
     );
     let span = telemetry.start_probe(&ProbeStart::new(&model(), &request, 0.75, 4, 38_400));
@@ -803,6 +804,7 @@ fn the_decision_model_is_the_one_that_answered_and_the_configured_slug_has_its_o
             earlier_discussion: "e".into(),
             latest_turn: "l".into(),
             turns: Vec::new(),
+            older: Vec::new(),
         },
     );
     for served in [None, Some("offline-lexical-v2")] {

@@ -334,10 +334,9 @@ struct Args {
     separate: bool,
     /// No research prior (δ = 0): calibrated p.
     no_prior: bool,
-    /// The features also read the session's earlier turns beyond the 500-token window (as a
-    /// model that remembered the whole session would): an experiment, never the committed
-    /// head, since the engine sends the window only.
-    with_history: bool,
+    /// The features read the 500-token window only, not `DecisionState::older` (the design
+    /// before head v7): the comparison of docs/DECISION-QUALITY.md, never the committed head.
+    window_only: bool,
     /// Similarities left out of the fit (`--drop a,b`: their columns zeroed in both blocks,
     /// so their weights stay 0): the ablations of docs/DECISION-QUALITY.md.
     drop: Vec<String>,
@@ -354,7 +353,7 @@ fn args() -> Result<Args, String> {
         model_dir: None,
         separate: false,
         no_prior: false,
-        with_history: false,
+        window_only: false,
         drop: Vec::new(),
         reg: REG,
     };
@@ -374,7 +373,7 @@ fn args() -> Result<Args, String> {
             "--model-dir" => a.model_dir = Some(value()?),
             "--separate" => a.separate = true,
             "--no-prior" => a.no_prior = true,
-            "--with-history" => a.with_history = true,
+            "--window-only" => a.window_only = true,
             "--drop" => {
                 let v = value()?;
                 for name in v.to_string_lossy().split(',') {
@@ -429,16 +428,14 @@ fn load(a: &Args) -> Result<(Data, Store), String> {
             if *d != repo {
                 tuning.push(s.session.clone());
             }
-            // `--with-history`: the session's whole uncompacted tail beside the 500-token
-            // state, as a model that remembered the session would see it.
-            let whole = turn_cases(&s, &CharsPerToken, usize::MAX / 4);
+            // The engine's own state: the 500-token window and the older uncovered turns
+            // before it (`DecisionState::older`), read as the probe reads them.
             let rows: Vec<Row> = turn_cases(&s, &CharsPerToken, DEFAULT_STATE_BUDGET_TOKENS)
                 .iter()
                 .map(|t| {
-                    let history = whole
-                        .iter()
-                        .find(|w| w.turn == t.turn && a.with_history)
-                        .map(|w| &w.state.turns[..w.state.turns.len() - 1]);
+                    let history: Vec<_> = t.state.known_earlier().cloned().collect();
+                    let history =
+                        (!a.window_only && !t.state.older.is_empty()).then_some(&history[..]);
                     store.row(
                         &t.state,
                         history,
@@ -491,8 +488,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if a.write && a.with_history {
-        eprintln!("--write with --with-history: the engine sends the 500-token window only");
+    if a.write && a.window_only {
+        eprintln!(
+            "--write with --window-only: the engine sends the older turns, the head reads them"
+        );
         return ExitCode::from(2);
     }
     let (data, _store) = match load(&a) {
@@ -513,7 +512,7 @@ fn main() -> ExitCode {
     let emb = if a.separate { separate_x } else { embedding_x };
     eprintln!(
         "penalties {:?}, separate blocks {}, research prior {}, history beyond the window {}, dropped {:?}",
-        a.reg, a.separate, !a.no_prior, a.with_history, a.drop
+        a.reg, a.separate, !a.no_prior, !a.window_only, a.drop
     );
     report(
         "embedding model, leave-one-session-out",

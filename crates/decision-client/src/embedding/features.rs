@@ -82,10 +82,10 @@ pub struct StateVectors {
     /// Earlier turns, oldest first.
     pub earlier: Vec<TurnVectors>,
     /// Every earlier turn the model knows of, oldest first, when it knows more than the
-    /// state's window (`earlier` is then its tail); empty otherwise, and always empty in
-    /// production (the engine sends the 500-token window only). The similarities read it
-    /// instead of `earlier` when it is longer: the fit's `--with-history` experiment
-    /// measures what a wider memory would give (docs/DECISION-QUALITY.md).
+    /// state's window (`earlier` is then its tail): the core's `DecisionState::older` followed
+    /// by the window's earlier turns; empty when the state holds no older turn. The
+    /// similarities read it instead of `earlier` when it is longer, so a return to a topic the
+    /// window no longer holds stays visible (docs/DECISION-QUALITY.md, head v7).
     pub history: Vec<TurnVectors>,
     /// The latest turn.
     pub latest: TurnVectors,

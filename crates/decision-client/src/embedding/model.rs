@@ -107,10 +107,14 @@ impl VectorCache {
     }
 }
 
-/// The vectors of `state`'s turns, from `cache`.
+/// The vectors of a decision state's turns, from `cache`: `turns` are the state's own (the
+/// 500-token window, latest last), `older` the uncovered turns before them
+/// (`DecisionState::older`). When `older` is not empty, `history` holds `older` and the
+/// window's earlier turns (the unit's replies read sentence by sentence), as the fit builds it.
 pub fn state_vectors(
     encoder: &Encoder,
     cache: &VectorCache,
+    older: &[StateTurn],
     turns: &[StateTurn],
 ) -> Result<StateVectors, String> {
     let sentences = |t: &StateTurn| -> Result<Vec<Vec<f32>>, String> {
@@ -135,25 +139,33 @@ pub fn state_vectors(
         reply_sentences: sentences(latest)?,
         ..turn(latest)?
     };
-    let unit_start = earlier.len().saturating_sub(features::UNIT_TURNS);
-    let with_sentences = |(i, t): (usize, &StateTurn)| -> Result<TurnVectors, String> {
-        let mut v = turn(t)?;
-        if i >= unit_start {
-            v.reply_sentences = sentences(t)?;
-        }
-        Ok(v)
+    // The unit is the last `UNIT_TURNS` turns of `known`: their replies are read sentence by
+    // sentence.
+    let read = |known: &[&StateTurn]| -> Result<Vec<TurnVectors>, String> {
+        let unit_start = known.len().saturating_sub(features::UNIT_TURNS);
+        known
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut v = turn(t)?;
+                if i >= unit_start {
+                    v.reply_sentences = sentences(t)?;
+                }
+                Ok(v)
+            })
+            .collect()
     };
     let latest_tail = match features::last_sentence(&latest.user) {
         Some(tail) => cache.vector(encoder, tail, QUERY_TOKENS)?.to_vec(),
         None => latest_vectors.query.clone(),
     };
     Ok(StateVectors {
-        earlier: earlier
-            .iter()
-            .enumerate()
-            .map(with_sentences)
-            .collect::<Result<_, _>>()?,
-        history: Vec::new(),
+        earlier: read(&earlier.iter().collect::<Vec<_>>())?,
+        history: if older.is_empty() {
+            Vec::new()
+        } else {
+            read(&older.iter().chain(earlier).collect::<Vec<_>>())?
+        },
         latest: latest_vectors,
         latest_tail,
         previous_table: earlier
@@ -239,7 +251,7 @@ impl EmbeddingModel {
     pub fn probability(&self, state: &DecisionState) -> Result<f64, String> {
         let encoder = self.encoder()?;
         let turns = crate::offline::turns_of(state);
-        let vectors = state_vectors(&encoder, &self.cache, &turns)?;
+        let vectors = state_vectors(&encoder, &self.cache, &state.older, &turns)?;
         let p = probability(&vectors, state);
         Ok(if p.is_finite() {
             p.clamp(0.0, 1.0)

@@ -598,6 +598,7 @@ mod tests {
             earlier_discussion: previous.render(),
             latest_turn: latest.render(),
             turns: vec![previous, latest],
+            older: Vec::new(),
         };
         let f = Features::of(&s);
         assert_eq!(f.novelty_last_pair, 0.0, "{f:?}");
@@ -659,6 +660,7 @@ mod tests {
                 earlier_discussion: previous.render(),
                 latest_turn: latest.render(),
                 turns: vec![previous.clone(), latest],
+                older: Vec::new(),
             })
         };
         let switch = p(

@@ -342,6 +342,7 @@ pub fn state_from_markdown(earlier_discussion: &str, latest_turn: &str) -> Decis
         earlier_discussion: earlier_discussion.to_owned(),
         latest_turn: latest_turn.to_owned(),
         turns,
+        older: Vec::new(),
     }
 }
 
