@@ -11,7 +11,7 @@ use compaction_core::{DecisionModel, DecisionState, ProbeRequest, Settings};
 use decision_client::embedding::files::{
     MODEL_FILES, ModelDir, WEIGHTS_BYTES, WEIGHTS_FILE, resolve,
 };
-use decision_client::embedding::{EmbeddingModel, Encoder, cosine};
+use decision_client::embedding::{EmbeddingModel, Encoder, VectorCache, cosine, state_vectors};
 use decision_client::{DecisionAdapter, DecisionConfig, build_decision_model, process_env};
 
 /// The installed model directory, or `None` (with a SKIPPED line) outside CI.
@@ -195,6 +195,73 @@ fn a_later_process_embeds_only_the_turn_no_earlier_process_embedded() {
     assert_eq!(again.probability(&state(&EARLIER)).unwrap(), p_first);
     assert_eq!(again.embedded_texts(), 0);
     std::fs::remove_dir_all(&vectors).unwrap();
+}
+
+/// The probe embeds the texts it has not seen concurrently, one pass per text: every vector
+/// equals, to float rounding, the one a single pass of that text gives on this thread, and a
+/// text met twice (a repeated reply, a query's last sentence asked before) is embedded once.
+#[test]
+fn concurrent_passes_give_the_vectors_of_one_pass_each_and_embed_a_text_once() {
+    let Some(dir) = installed() else { return };
+    let encoder = Encoder::load(&dir).unwrap();
+    let asked = "Which seaweeds grow fastest in cold water?";
+    let turns = state(&[
+        (
+            asked,
+            "Giant kelp can grow half a metre a day. Sugar kelp is slower but hardier. Both need nitrate-rich water.",
+        ),
+        (
+            "What about the warm season?",
+            "Growth slows in summer. Warm water carries fewer nutrients. Farms often harvest before it.",
+        ),
+        (
+            &format!("Thanks, that settles the farms. {asked}"),
+            "Giant kelp can grow half a metre a day. Sugar kelp is slower but hardier. Both need nitrate-rich water.",
+        ),
+    ])
+    .turns;
+    let cache = VectorCache::default();
+    let vectors = state_vectors(&encoder, &cache, &[], &turns).unwrap();
+    assert!(vectors.history.is_empty(), "no older turn, no history");
+    let one = |text: &str, cap: usize| encoder.embed(text, cap).unwrap();
+    let same = |a: &[f32], b: &[f32]| {
+        assert_eq!(a.len(), b.len());
+        let gap = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max);
+        assert!(gap < 1e-6, "vectors differ by {gap}");
+    };
+    for (t, v) in turns
+        .iter()
+        .zip(vectors.earlier.iter().chain([&vectors.latest]))
+    {
+        same(&v.query, &one(&t.user, 256));
+        same(&v.reply, &one(&t.assistant, 128));
+        let sentences: Vec<&str> = t.assistant.split_inclusive(". ").map(str::trim).collect();
+        assert_eq!(v.reply_sentences.len(), sentences.len());
+        for (s, sv) in sentences.iter().zip(&v.reply_sentences) {
+            same(sv, &one(s, 128));
+        }
+    }
+    same(&vectors.latest_tail, &one(asked, 256));
+    // Distinct texts: three queries, two replies, six sentences (the first turn's asked
+    // again as the latest query's last sentence, its reply repeated by the latest).
+    assert_eq!(cache.embedded(), 11);
+    assert_eq!(cache.len(), 11);
+
+    // The first turn as an older turn before a window of the other two: the history is the
+    // older turn then the window's earlier one, each reply read sentence by sentence (both
+    // are in the unit), and nothing is embedded again.
+    let wider = state_vectors(&encoder, &cache, &turns[..1], &turns[1..]).unwrap();
+    assert_eq!(wider.earlier.len(), 1);
+    assert_eq!(wider.history.len(), 2);
+    same(&wider.history[0].query, &one(asked, 256));
+    same(&wider.history[1].query, &one(&turns[1].user, 256));
+    assert_eq!(wider.history[0].reply_sentences.len(), 3);
+    assert_eq!(wider.history[1], wider.earlier[0]);
+    assert_eq!(cache.embedded(), 11);
 }
 
 /// Weights of the right size that are not safetensors: the probe fails with the file's

@@ -10,9 +10,11 @@
 //! the cache is bounded by [`CACHE_ENTRIES`]), so a probe embeds only the latest turn; the
 //! factory also keeps them in the user cache directory (`…/adaptive-compaction/vectors/`),
 //! so a one-shot `compaction evaluate` process embeds only the turns no earlier one did. The
-//! query is embedded whole (up to 256 tokens), a reply's first [`REPLY_TOKENS`] tokens, and
-//! each of a reply's first eight sentences (`features::MAX_SENTENCES`) on its own (read at the
-//! next probe, where the reply is the previous one; embedded with its turn, once).
+//! texts a probe has not embedded yet are embedded concurrently, one pass each, on up to one
+//! thread per core. The query is embedded whole (up to 256 tokens), a reply's first
+//! [`REPLY_TOKENS`] tokens, and each of a reply's first eight sentences
+//! (`features::MAX_SENTENCES`) on its own (read at the next probe, where the reply is the
+//! previous one; embedded with its turn, once).
 //!
 //! Without the feature only [`files`] (where the files are; `cargo xtask fetch-model`
 //! installs them there) and [`features`] (pure arithmetic) are built.

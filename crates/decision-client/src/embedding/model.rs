@@ -75,12 +75,45 @@ impl VectorCache {
                 v.into()
             }
         };
+        self.insert(k, v.clone());
+        Ok(v)
+    }
+
+    fn insert(&self, k: (u64, usize), v: Arc<[f32]>) {
         let mut map = self.lock();
         if map.len() >= CACHE_ENTRIES {
             map.clear();
         }
-        map.insert(k, v.clone());
-        Ok(v)
+        map.insert(k, v);
+    }
+
+    /// Caches the vector of every `(text, max_tokens)` of `wanted`: those found neither in
+    /// memory nor on disk are embedded concurrently, one pass per text on up to one thread
+    /// per core (candle's matrix products leave a core idle on these short inputs). Each
+    /// vector is the one [`VectorCache::vector`] gives: the same [`Encoder::embed`] of the
+    /// same text.
+    pub fn fill(&self, encoder: &Encoder, wanted: &[(&str, usize)]) -> Result<(), String> {
+        let mut missing: Vec<(&str, usize)> = Vec::new();
+        for &(text, max_tokens) in wanted {
+            let k = key(text, max_tokens);
+            if self.lock().contains_key(&k) || missing.contains(&(text, max_tokens)) {
+                continue;
+            }
+            match self.disk.as_ref().and_then(|d| d.get(text, max_tokens)) {
+                Some(v) => self.insert(k, v.into()),
+                None => missing.push((text, max_tokens)),
+            }
+        }
+        // Longest first, so that the threads finish together.
+        missing.sort_by_key(|&(text, _)| std::cmp::Reverse(text.len()));
+        for (&(text, max_tokens), v) in missing.iter().zip(embed_all(encoder, &missing)?) {
+            self.embedded.fetch_add(1, Ordering::Relaxed);
+            if let Some(disk) = &self.disk {
+                disk.put(text, max_tokens, &v);
+            }
+            self.insert(key(text, max_tokens), v.into());
+        }
+        Ok(())
     }
 
     /// Texts the encoder embedded through this cache: those found neither in memory nor in
@@ -107,65 +140,114 @@ impl VectorCache {
     }
 }
 
+/// The vectors of `texts` (text, token cap), in order: one [`Encoder::embed`] pass per text,
+/// the passes shared out among up to one scoped thread per core.
+fn embed_all(encoder: &Encoder, texts: &[(&str, usize)]) -> Result<Vec<Vec<f32>>, String> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(texts.len());
+    if workers <= 1 {
+        return texts.iter().map(|&(t, m)| encoder.embed(t, m)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&(text, max_tokens)) = texts.get(i) else {
+                return done;
+            };
+            done.push((i, encoder.embed(text, max_tokens)));
+        }
+    };
+    let mut out: Vec<Option<Result<Vec<f32>, String>>> = vec![None; texts.len()];
+    std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
+        let mine = work();
+        let theirs = helpers.into_iter().map(|h| {
+            h.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        for (i, v) in theirs.flatten().chain(mine) {
+            out[i] = Some(v);
+        }
+    });
+    out.into_iter()
+        .map(|v| v.unwrap_or_else(|| Err("a text was not embedded".to_owned())))
+        .collect()
+}
+
 /// The vectors of a decision state's turns, from `cache`: `turns` are the state's own (the
 /// 500-token window, latest last), `older` the uncovered turns before them
-/// (`DecisionState::older`). When `older` is not empty, `history` holds `older` and the
-/// window's earlier turns (the unit's replies read sentence by sentence), as the fit builds it.
+/// (`DecisionState::older`). The texts not cached yet are embedded first, concurrently
+/// ([`VectorCache::fill`]), then every vector is read from the cache.
 pub fn state_vectors(
     encoder: &Encoder,
     cache: &VectorCache,
     older: &[StateTurn],
     turns: &[StateTurn],
 ) -> Result<StateVectors, String> {
-    let sentences = |t: &StateTurn| -> Result<Vec<Vec<f32>>, String> {
-        features::sentences(&t.assistant)
-            .into_iter()
-            .map(|s| cache.vector(encoder, s, REPLY_TOKENS).map(|v| v.to_vec()))
-            .collect()
-    };
-    let turn = |t: &StateTurn| -> Result<TurnVectors, String> {
-        Ok(TurnVectors {
-            query: cache.vector(encoder, &t.user, QUERY_TOKENS)?.to_vec(),
-            reply: cache.vector(encoder, &t.assistant, REPLY_TOKENS)?.to_vec(),
-            reply_sentences: Vec::new(),
-        })
-    };
+    let mut wanted = Vec::new();
+    assemble(older, turns, &mut |text, max_tokens| {
+        wanted.push((text, max_tokens));
+        Ok(Vec::new())
+    })?;
+    cache.fill(encoder, &wanted)?;
+    assemble(older, turns, &mut |text, max_tokens| {
+        cache.vector(encoder, text, max_tokens).map(|v| v.to_vec())
+    })
+}
+
+/// The vectors of `turns` (and of `older`, the turns before them), each text's vector from
+/// `vector` (its text and token cap): the one owner of which texts a probe reads. When `older`
+/// is not empty, `history` holds `older` and the window's earlier turns, as the fit builds it.
+fn assemble<'t>(
+    older: &'t [StateTurn],
+    turns: &'t [StateTurn],
+    vector: &mut dyn FnMut(&'t str, usize) -> Result<Vec<f32>, String>,
+) -> Result<StateVectors, String> {
     let Some((latest, earlier)) = turns.split_last() else {
         return Ok(StateVectors::default());
     };
+    let mut turn = |t: &'t StateTurn, with_sentences: bool| -> Result<TurnVectors, String> {
+        Ok(TurnVectors {
+            query: vector(&t.user, QUERY_TOKENS)?,
+            reply: vector(&t.assistant, REPLY_TOKENS)?,
+            reply_sentences: if with_sentences {
+                features::sentences(&t.assistant)
+                    .into_iter()
+                    .map(|s| vector(s, REPLY_TOKENS))
+                    .collect::<Result<_, _>>()?
+            } else {
+                Vec::new()
+            },
+        })
+    };
     // The latest reply's sentences are embedded now, once, for the next probe (where it is
     // the previous reply); the unit's replies are read sentence by sentence.
-    let latest_vectors = TurnVectors {
-        reply_sentences: sentences(latest)?,
-        ..turn(latest)?
-    };
-    // The unit is the last `UNIT_TURNS` turns of `known`: their replies are read sentence by
-    // sentence.
-    let read = |known: &[&StateTurn]| -> Result<Vec<TurnVectors>, String> {
+    let latest_vectors = turn(latest, true)?;
+    // The unit (the last `UNIT_TURNS` turns of what is known) is read sentence by sentence.
+    let mut read = |known: &[&'t StateTurn]| -> Result<Vec<TurnVectors>, String> {
         let unit_start = known.len().saturating_sub(features::UNIT_TURNS);
         known
             .iter()
             .enumerate()
-            .map(|(i, t)| {
-                let mut v = turn(t)?;
-                if i >= unit_start {
-                    v.reply_sentences = sentences(t)?;
-                }
-                Ok(v)
-            })
+            .map(|(i, t)| turn(t, i >= unit_start))
             .collect()
     };
+    let earlier_vectors = read(&earlier.iter().collect::<Vec<_>>())?;
+    let history = if older.is_empty() {
+        Vec::new()
+    } else {
+        read(&older.iter().chain(earlier).collect::<Vec<_>>())?
+    };
     let latest_tail = match features::last_sentence(&latest.user) {
-        Some(tail) => cache.vector(encoder, tail, QUERY_TOKENS)?.to_vec(),
+        Some(tail) => vector(tail, QUERY_TOKENS)?,
         None => latest_vectors.query.clone(),
     };
     Ok(StateVectors {
-        earlier: read(&earlier.iter().collect::<Vec<_>>())?,
-        history: if older.is_empty() {
-            Vec::new()
-        } else {
-            read(&older.iter().chain(earlier).collect::<Vec<_>>())?
-        },
+        earlier: earlier_vectors,
+        history,
         latest: latest_vectors,
         latest_tail,
         previous_table: earlier
