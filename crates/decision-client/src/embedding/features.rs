@@ -20,9 +20,6 @@
 //! | `tail_sent_prev_reply` | the same for the query's last sentence |
 //! | `reply_sent_prev_reply` | best cosine of the latest reply with one sentence of the previous reply |
 //! | `sent_unit` | best cosine of the query with one sentence of any reply of the unit |
-//! | `rel_prev_query` | `sim_prev_query` minus the state's own baseline: the mean cosine of each earlier query with the query before it (0 with fewer than two earlier turns): terse and verbose users stay on a subject at different similarities |
-//! | `rel_prev_turn` | `sim_prev_turn` minus the mean cosine of each earlier query with the turn before it (0 with fewer than two earlier turns) |
-//! | `unit_pos` | the turns since the last earlier step below that baseline (the unit's last change of subject), over [`UNIT_TURNS`], at most 1 (0 with fewer than two earlier turns) |
 //! | the lexical model's fitted features but `research_context` | [`crate::offline`] (novelty shares, a question, query length, the cue lists that occur in TIAGE, …) |
 //!
 //! Each of these appears twice: in the shared block (`all.*`, every state) and in the
@@ -99,7 +96,7 @@ pub struct StateVectors {
 }
 
 /// Number of similarity features (the first block of [`BASE_NAMES`]).
-pub const N_SIMILARITIES: usize = 19;
+pub const N_SIMILARITIES: usize = 16;
 /// Number of features of one context block: the similarities and the lexical model's fitted
 /// features but its last (`research_context`, which chooses the block).
 pub const N_BASE: usize = N_SIMILARITIES + LEXICAL_FEATURES.len() - 1;
@@ -124,9 +121,6 @@ pub const SIMILARITY_NAMES: [&str; N_SIMILARITIES] = [
     "tail_sent_prev_reply",
     "reply_sent_prev_reply",
     "sent_unit",
-    "rel_prev_query",
-    "rel_prev_turn",
-    "unit_pos",
 ];
 
 /// Names of the fitted features, in weight order: `all.<name>` for the shared block (every
@@ -231,7 +225,6 @@ pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
         }
         None => ([0.0; 4], 0.0, 0.0),
     };
-    let relative = relative(known, previous[0], previous[1]);
     let sim_unit = cosine(q, &unit_centroid);
     let tail_sim_unit = cosine(&v.latest_tail, &unit_centroid);
     let best_older = older
@@ -260,36 +253,6 @@ pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
         sentences[1],
         sentences[2],
         sentences[3],
-        relative[0],
-        relative[1],
-        relative[2],
-    ]
-}
-
-/// The session-relative similarities of `known` (earlier turns, oldest first) and the
-/// latest query's `sim_prev_query` and `sim_prev_turn`: `[rel_prev_query, rel_prev_turn,
-/// unit_pos]`, computed from the turns the state holds only; all 0 with fewer than two.
-fn relative(known: &[TurnVectors], prev_query: f64, prev_turn: f64) -> [f64; 3] {
-    if known.len() < 2 {
-        return [0.0; 3];
-    }
-    // Each earlier step: (query vs the previous query, query vs the previous turn).
-    let steps: Vec<(f64, f64)> = known
-        .windows(2)
-        .map(|w| (cosine(&w[1].query, &w[0].query), cosine(&w[1].query, &w[0].whole())))
-        .collect();
-    let n = steps.len() as f64;
-    let base_query = steps.iter().map(|s| s.0).sum::<f64>() / n;
-    let base_turn = steps.iter().map(|s| s.1).sum::<f64>() / n;
-    let since = steps
-        .iter()
-        .rev()
-        .take_while(|s| s.1 >= base_turn)
-        .count();
-    [
-        prev_query - base_query,
-        prev_turn - base_turn,
-        (since as f64 / UNIT_TURNS as f64).min(1.0),
     ]
 }
 
