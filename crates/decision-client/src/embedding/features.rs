@@ -20,7 +20,6 @@
 //! | `tail_sent_prev_reply` | the same for the query's last sentence |
 //! | `reply_sent_prev_reply` | best cosine of the latest reply with one sentence of the previous reply |
 //! | `sent_unit` | best cosine of the query with one sentence of any reply of the unit |
-//! | `return_unit_gain` | cosine of the query and the centroid of the turns older than the unit, minus `sim_unit`, floored at 0 (a return to an earlier unit as a whole) |
 //! | the lexical model's fitted features but `research_context` | [`crate::offline`] (novelty shares, a question, query length, the cue lists that occur in TIAGE, …) |
 //!
 //! Each of these appears twice: in the shared block (`all.*`, every state) and in the
@@ -97,7 +96,7 @@ pub struct StateVectors {
 }
 
 /// Number of similarity features (the first block of [`BASE_NAMES`]).
-pub const N_SIMILARITIES: usize = 17;
+pub const N_SIMILARITIES: usize = 16;
 /// Number of features of one context block: the similarities and the lexical model's fitted
 /// features but its last (`research_context`, which chooses the block).
 pub const N_BASE: usize = N_SIMILARITIES + LEXICAL_FEATURES.len() - 1;
@@ -122,7 +121,6 @@ pub const SIMILARITY_NAMES: [&str; N_SIMILARITIES] = [
     "tail_sent_prev_reply",
     "reply_sent_prev_reply",
     "sent_unit",
-    "return_unit_gain",
 ];
 
 /// Names of the fitted features, in weight order: `all.<name>` for the shared block (every
@@ -233,13 +231,6 @@ pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
         .iter()
         .map(|t| cosine(q, &t.whole()))
         .fold(f64::NEG_INFINITY, f64::max);
-    let older_wholes: Vec<Vec<f32>> = older.iter().map(TurnVectors::whole).collect();
-    let older_centroid = centroid(older_wholes.iter().map(Vec::as_slice));
-    let return_unit_gain = if older.is_empty() {
-        0.0
-    } else {
-        (cosine(q, &older_centroid) - sim_unit).max(0.0)
-    };
     let return_gain = if older.is_empty() {
         0.0
     } else {
@@ -262,7 +253,6 @@ pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
         sentences[1],
         sentences[2],
         sentences[3],
-        return_unit_gain,
     ]
 }
 

@@ -46,7 +46,6 @@ pub const WEIGHTS: [f64; N_FEATURES] = [
     -2.5585, // all.tail_sent_prev_reply
     -3.6841, // all.reply_sent_prev_reply
     -0.5608, // all.sent_unit
-    0.0, // all.return_unit_gain
     0.4418,  // all.novelty_earlier
     0.3546,  // all.novelty_last_pair
     0.9151,  // all.reply_novelty
@@ -81,7 +80,6 @@ pub const WEIGHTS: [f64; N_FEATURES] = [
     2.9304,  // research.tail_sent_prev_reply
     -2.6601, // research.reply_sent_prev_reply
     -0.7631, // research.sent_unit
-    0.0, // research.return_unit_gain
     1.6575,  // research.novelty_earlier
     -0.0971, // research.novelty_last_pair
     3.2189,  // research.reply_novelty
