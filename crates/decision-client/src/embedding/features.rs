@@ -96,7 +96,7 @@ pub struct StateVectors {
 }
 
 /// Number of similarity features (the first block of [`BASE_NAMES`]).
-pub const N_SIMILARITIES: usize = 26;
+pub const N_SIMILARITIES: usize = 16;
 /// Number of features of one context block: the similarities and the lexical model's fitted
 /// features but its last (`research_context`, which chooses the block).
 pub const N_BASE: usize = N_SIMILARITIES + LEXICAL_FEATURES.len() - 1;
@@ -121,20 +121,7 @@ pub const SIMILARITY_NAMES: [&str; N_SIMILARITIES] = [
     "tail_sent_prev_reply",
     "reply_sent_prev_reply",
     "sent_unit",
-    "x_sim_prev_query__sim_prev_turn",
-    "x_sim_prev_query__sim_prev_reply",
-    "x_sim_prev_query__sim_unit",
-    "x_sim_prev_query__sent_prev_reply",
-    "x_sim_prev_turn__sim_prev_reply",
-    "x_sim_prev_turn__sim_unit",
-    "x_sim_prev_turn__sent_prev_reply",
-    "x_sim_prev_reply__sim_unit",
-    "x_sim_prev_reply__sent_prev_reply",
-    "x_sim_unit__sent_prev_reply",
 ];
-
-/// The similarities whose pairwise products follow the plain ones (interactions).
-const CROSSED: [usize; 5] = [0, 1, 2, 3, 12];
 
 /// Names of the fitted features, in weight order: `all.<name>` for the shared block (every
 /// state), `research.<name>` for the research block (0 outside a research context), then
@@ -249,7 +236,7 @@ pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
     } else {
         (best_older - sim_unit).max(0.0)
     };
-    let plain = [
+    [
         previous[0],
         previous[1],
         previous[2],
@@ -266,17 +253,7 @@ pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
         sentences[1],
         sentences[2],
         sentences[3],
-    ];
-    let mut out = [0.0; N_SIMILARITIES];
-    out[..plain.len()].copy_from_slice(&plain);
-    let mut k = plain.len();
-    for (i, &a) in CROSSED.iter().enumerate() {
-        for &b in &CROSSED[i + 1..] {
-            out[k] = plain[a] * plain[b];
-            k += 1;
-        }
-    }
-    out
+    ]
 }
 
 /// The fitted features of a state from its vectors and its lexical features: the

@@ -46,16 +46,6 @@ pub const WEIGHTS: [f64; N_FEATURES] = [
     -2.5585, // all.tail_sent_prev_reply
     -3.6841, // all.reply_sent_prev_reply
     -0.5608, // all.sent_unit
-    0.0, // all.x_sim_prev_query__sim_prev_turn
-    0.0, // all.x_sim_prev_query__sim_prev_reply
-    0.0, // all.x_sim_prev_query__sim_unit
-    0.0, // all.x_sim_prev_query__sent_prev_reply
-    0.0, // all.x_sim_prev_turn__sim_prev_reply
-    0.0, // all.x_sim_prev_turn__sim_unit
-    0.0, // all.x_sim_prev_turn__sent_prev_reply
-    0.0, // all.x_sim_prev_reply__sim_unit
-    0.0, // all.x_sim_prev_reply__sent_prev_reply
-    0.0, // all.x_sim_unit__sent_prev_reply
     0.4418,  // all.novelty_earlier
     0.3546,  // all.novelty_last_pair
     0.9151,  // all.reply_novelty
@@ -90,16 +80,6 @@ pub const WEIGHTS: [f64; N_FEATURES] = [
     2.9304,  // research.tail_sent_prev_reply
     -2.6601, // research.reply_sent_prev_reply
     -0.7631, // research.sent_unit
-    0.0, // research.x_sim_prev_query__sim_prev_turn
-    0.0, // research.x_sim_prev_query__sim_prev_reply
-    0.0, // research.x_sim_prev_query__sim_unit
-    0.0, // research.x_sim_prev_query__sent_prev_reply
-    0.0, // research.x_sim_prev_turn__sim_prev_reply
-    0.0, // research.x_sim_prev_turn__sim_unit
-    0.0, // research.x_sim_prev_turn__sent_prev_reply
-    0.0, // research.x_sim_prev_reply__sim_unit
-    0.0, // research.x_sim_prev_reply__sent_prev_reply
-    0.0, // research.x_sim_unit__sent_prev_reply
     1.6575,  // research.novelty_earlier
     -0.0971, // research.novelty_last_pair
     3.2189,  // research.reply_novelty
