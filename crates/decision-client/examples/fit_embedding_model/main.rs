@@ -38,9 +38,7 @@ use std::process::ExitCode;
 use compaction_core::CharsPerToken;
 use compaction_core::DEFAULT_STATE_BUDGET_TOKENS;
 use decision_client::embedding::Encoder;
-use decision_client::embedding::features::{
-    N_BASE, N_FEATURES, N_SIMILARITIES, SIMILARITY_NAMES, feature_names,
-};
+use decision_client::embedding::features::{N_BASE, N_FEATURES, SIMILARITY_NAMES, feature_names};
 use decision_client::embedding::files::resolve;
 use decision_client::eval::{load_cases, metrics, roc_auc};
 use decision_client::sessions::{load_sessions, turn_cases};
@@ -124,8 +122,7 @@ impl Data {
         // research context) has its own penalty; the lexical features have one block.
         let penalty: Vec<f64> = (0..d)
             .map(|i| {
-                let hinge = N_FEATURES + N_SIMILARITIES;
-                if d >= N_FEATURES && ((N_BASE..2 * N_BASE).contains(&i) || i >= hinge) {
+                if d == N_FEATURES && (N_BASE..2 * N_BASE).contains(&i) {
                     reg.research
                 } else {
                     reg.l2
@@ -469,31 +466,6 @@ fn load(a: &Args) -> Result<(Data, Store), String> {
     for r in rows {
         columns.iter().for_each(|&i| r.x[i] = 0.0);
         r.xs = separate_layout(&r.x);
-    }
-    if train.is_empty() || dev.is_empty() {
-        return Err(format!("{}: needs train and dev cases", a.cases.display()));
-    }
-    // Candidate D: one hinge per similarity at its TIAGE-train median, in both blocks.
-    let knots: Vec<f64> = (0..N_SIMILARITIES)
-        .map(|i| {
-            let mut v: Vec<f64> = train.iter().map(|r| r.x[i]).collect();
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        })
-        .collect();
-    eprintln!("hinge knots {knots:?}");
-    let rows = train
-        .iter_mut()
-        .chain(dev.iter_mut())
-        .chain(test.iter_mut())
-        .chain(sessions.iter_mut().flat_map(|(_, rows)| rows.iter_mut()));
-    for r in rows {
-        let research = r.x[N_FEATURES - 1];
-        let hinges: Vec<f64> = (0..N_SIMILARITIES)
-            .map(|i| (r.x[i] - knots[i]).max(0.0))
-            .collect();
-        r.x.extend(hinges.iter().copied());
-        r.x.extend(hinges.iter().map(|h| h * research));
     }
     if train.is_empty() || dev.is_empty() {
         return Err(format!("{}: needs train and dev cases", a.cases.display()));

@@ -84,7 +84,7 @@ impl Data {
             return head;
         }
         // The research block's penalty is chosen with δ when the features have that block.
-        let candidates: Vec<f64> = if x(&self.train[0]).len() >= N_FEATURES {
+        let candidates: Vec<f64> = if x(&self.train[0]).len() == N_FEATURES {
             RESEARCH_L2_GRID.to_vec()
         } else {
             vec![reg.research]
