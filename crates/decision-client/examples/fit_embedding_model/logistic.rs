@@ -21,111 +21,6 @@ pub(crate) struct Head {
     pub(crate) shift: f64,
     /// The research block's penalty the head was fitted with (reported).
     pub(crate) research_l2: f64,
-    /// Candidate E: the hidden layer (u_k, c_k, v_k), empty for the logistic head.
-    pub(crate) hidden: Vec<(Vec<f64>, f64, f64)>,
-}
-
-/// Hidden units of candidate E.
-const HIDDEN: usize = 8;
-const ADAM_STEPS: usize = 300;
-const LR: f64 = 0.01;
-const HIDDEN_L2: f64 = 1e-3;
-
-fn hidden_sum(hidden: &[(Vec<f64>, f64, f64)], x: &[f64]) -> f64 {
-    hidden
-        .iter()
-        .map(|(u, c, v)| v * (c + u.iter().zip(x).map(|(a, b)| a * b).sum::<f64>()).tanh())
-        .sum()
-}
-
-/// Candidate E: starting from the logistic solution, Adam on all parameters.
-#[allow(clippy::type_complexity)]
-fn net(
-    rows: &[(Vec<f64>, f64, f64)],
-    l2: &[f64],
-    b0: f64,
-    w0: Vec<f64>,
-) -> (f64, Vec<f64>, Vec<(Vec<f64>, f64, f64)>) {
-    let d = w0.len();
-    // Parameters flattened: b, w (d), then per unit u (d), c, v.
-    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut rand = || {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((seed >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-    };
-    let mut theta = vec![b0];
-    theta.extend(&w0);
-    for _ in 0..HIDDEN {
-        for _ in 0..d {
-            theta.push(0.1 * rand());
-        }
-        theta.push(0.0);
-        theta.push(0.0);
-    }
-    let n_par = theta.len();
-    let n: f64 = rows.iter().map(|r| r.2).sum();
-    let (mut m, mut s) = (vec![0.0; n_par], vec![0.0; n_par]);
-    let unit = |k: usize| 1 + d + k * (d + 2);
-    for step in 1..=ADAM_STEPS {
-        let mut g = vec![0.0; n_par];
-        for (x, y, wt) in rows {
-            let mut z = theta[0] + theta[1..=d].iter().zip(x).map(|(a, b)| a * b).sum::<f64>();
-            let mut acts = [0.0; HIDDEN];
-            for (k, a) in acts.iter_mut().enumerate() {
-                let o = unit(k);
-                *a = (theta[o + d]
-                    + theta[o..o + d]
-                        .iter()
-                        .zip(x)
-                        .map(|(p, q)| p * q)
-                        .sum::<f64>())
-                .tanh();
-                z += theta[o + d + 1] * *a;
-            }
-            let e = (sigmoid(z) - y) * wt / n;
-            g[0] += e;
-            for i in 0..d {
-                g[1 + i] += e * x[i];
-            }
-            for (k, a) in acts.iter().enumerate() {
-                let o = unit(k);
-                let v = theta[o + d + 1];
-                g[o + d + 1] += e * a;
-                let back = e * v * (1.0 - a * a);
-                g[o + d] += back;
-                for i in 0..d {
-                    g[o + i] += back * x[i];
-                }
-            }
-        }
-        for i in 0..d {
-            g[1 + i] += l2[i] * theta[1 + i];
-        }
-        for k in 0..HIDDEN {
-            let o = unit(k);
-            for i in 0..d {
-                g[o + i] += HIDDEN_L2 * theta[o + i];
-            }
-            g[o + d + 1] += HIDDEN_L2 * theta[o + d + 1];
-        }
-        let (b1, b2) = (0.9f64, 0.999f64);
-        for i in 0..n_par {
-            m[i] = b1 * m[i] + (1.0 - b1) * g[i];
-            s[i] = b2 * s[i] + (1.0 - b2) * g[i] * g[i];
-            let mh = m[i] / (1.0 - b1.powi(step as i32));
-            let sh = s[i] / (1.0 - b2.powi(step as i32));
-            theta[i] -= LR * mh / (sh.sqrt() + 1e-8);
-        }
-    }
-    let hidden = (0..HIDDEN)
-        .map(|k| {
-            let o = unit(k);
-            (theta[o..o + d].to_vec(), theta[o + d], theta[o + d + 1])
-        })
-        .collect();
-    (theta[0], theta[1..=d].to_vec(), hidden)
 }
 
 impl Head {
@@ -139,8 +34,7 @@ impl Head {
 
     /// The calibrated logit, before the research prior's shift.
     pub(crate) fn logit(&self, r: &Row, x: fn(&Row) -> &[f64]) -> f64 {
-        let z = Self::z(&self.w, self.b, x(r)) + hidden_sum(&self.hidden, x(r));
-        self.a * z + self.pc * r.research + self.pb
+        self.a * Self::z(&self.w, self.b, x(r)) + self.pc * r.research + self.pb
     }
 
     /// Logistic regression on `fit` (the L2 penalty `l2[i]` on weight i), then Platt on
@@ -151,16 +45,11 @@ impl Head {
             .map(|r| (x(r).to_vec(), f64::from(u8::from(r.y)), r.w))
             .collect();
         let (b, w) = newton(&rows, l2);
-        let (b, w, hidden) = if std::env::var_os("S12_NET").is_some() {
-            net(&rows, l2, b, w)
-        } else {
-            (b, w, Vec::new())
-        };
         let zs: Vec<(Vec<f64>, f64, f64)> = calibrate
             .iter()
             .map(|r| {
                 (
-                    vec![Self::z(&w, b, x(r)) + hidden_sum(&hidden, x(r)), r.research],
+                    vec![Self::z(&w, b, x(r)), r.research],
                     f64::from(u8::from(r.y)),
                     r.w,
                 )
@@ -175,7 +64,6 @@ impl Head {
             pb,
             shift: 0.0,
             research_l2: 0.0,
-            hidden,
         }
     }
 }
