@@ -34,11 +34,26 @@ use summarizer::{CORRECTIONS_HEADING, FactsLedger, OfflineSummarizer};
 ///   the findings with the corrected one.
 /// - `user-own-table`: a correction of one cell supersedes `North; Nests: 14` and leaves the
 ///   row's other cell as `Density: 0.7 per ha`, without its row label.
+/// - `condition-figure-prose`, `condition-figure-table`: the answer gives the quantity for the
+///   user's own, narrower case (`±0.8 °C rather than ±0.3 °C` below 5 °C) and the general claim
+///   is superseded; in the table case the new figure's sentence is also lost from the findings.
+/// - `agreeing-sibling-bullet`: a single-digit percentage (`2%`) is not a value, so the
+///   correction is missed, and the sibling bullets are lost from the findings.
+/// - `agreeing-sibling-prose`: the valid sentence after the corrected one (`3 cm`) leaves with it.
+/// - `increment-cohort-prose`: the Corrections entry quotes the whole line — the source, the
+///   cohort and the figure the correction keeps are shown as withdrawn; the cohort is lost.
+/// - `arm-trial-bullet`: two figures swapped between arms in one sentence: nothing superseded.
 const KNOWN_MISSES: &[&str] = &[
     "dataset-table",
     "user-own-prose",
     "user-own-bullet",
     "user-own-table",
+    "condition-figure-prose",
+    "condition-figure-table",
+    "agreeing-sibling-bullet",
+    "agreeing-sibling-prose",
+    "increment-cohort-prose",
+    "arm-trial-bullet",
 ];
 
 struct Case {
