@@ -140,7 +140,7 @@ fn core_value(raw: &str) -> String {
 }
 
 /// The content words of a text, lower case.
-fn words(text: &str) -> BTreeSet<String> {
+pub(crate) fn words(text: &str) -> BTreeSet<String> {
     WORD.find_iter(text)
         .flat_map(|m| {
             let w = m.as_str().to_lowercase();
