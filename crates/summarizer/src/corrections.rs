@@ -16,6 +16,8 @@
 
 use compaction_core::CorrectedClaim;
 
+use crate::supersede;
+
 /// The section's heading.
 pub const CORRECTIONS_HEADING: &str = "## Corrections";
 const ENTRY: &str = "- Said: ";
@@ -36,7 +38,7 @@ impl Entry {
     /// A new entry.
     pub(crate) fn new(was: &str, turn: Option<usize>, now: &str) -> Entry {
         Entry {
-            was: clean(was),
+            was: claim_part(&clean(was), now),
             chain: vec![(turn, clean(now))],
         }
     }
@@ -111,6 +113,79 @@ fn clean(text: &str) -> String {
         .join(" ")
 }
 
+/// What the correction targets in a corrected line: its parentheticals and its clauses
+/// (between commas or semicolons) that share a value or a content word with the correcting
+/// sentence `now`. The rest of the line — its source, its cohort, a figure no correction
+/// names — is not what was withdrawn. A table row (`Label — Column: value`) is one claim and
+/// stays whole, and so does a line none of whose parts shares anything with `now`.
+fn claim_part(was: &str, now: &str) -> String {
+    if was.contains(" — ") || now.is_empty() {
+        return was.to_owned();
+    }
+    let (now_values, now_words) = (supersede::values(now), supersede::words(now));
+    let named = |part: &str| {
+        !supersede::values(part).is_disjoint(&now_values)
+            || !supersede::words(part).is_disjoint(&now_words)
+    };
+    let mut kept = String::new();
+    let mut rest = was;
+    while let Some(open) = rest.find(" (") {
+        let Some(close) = rest[open..].find(')').map(|c| open + c) else {
+            break;
+        };
+        kept.push_str(&rest[..open]);
+        if named(&rest[open + 2..close]) {
+            kept.push_str(&rest[open..=close]);
+        }
+        rest = &rest[close + 1..];
+    }
+    kept.push_str(rest);
+    let part: String = clauses(&kept).into_iter().filter(|c| named(c)).collect();
+    let part = part.trim().trim_end_matches([',', ';']).trim();
+    if part.is_empty() {
+        return was.to_owned();
+    }
+    let mut out = part.to_owned();
+    if was.ends_with('.') && !out.ends_with('.') {
+        out.push('.');
+    }
+    out
+}
+
+/// `text` cut after each `, ` or `; ` outside parentheses (`18,900` is one number); a clause
+/// without a content word stays with the clause before it.
+fn clauses(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'(' => depth += 1,
+            b')' => depth -= 1,
+            b',' | b';' if depth == 0 && bytes.get(i + 1) == Some(&b' ') => {
+                out.push(&text[start..=i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&text[start..]);
+    // A clause of values and function words only (`not 12.0 m`) belongs to the one before.
+    let mut merged: Vec<&str> = Vec::new();
+    let mut from = 0;
+    for c in out {
+        let end = from + c.len();
+        match merged.last_mut() {
+            Some(last) if supersede::words(c).is_empty() => {
+                *last = &text[end - c.len() - last.len()..end];
+            }
+            _ => merged.push(&text[from..end]),
+        }
+        from = end;
+    }
+    merged
+}
+
 /// The section, or nothing when there is no entry.
 pub(crate) fn render(entries: &[Entry]) -> String {
     if entries.is_empty() {
@@ -156,5 +231,21 @@ mod tests {
         one.absorb("- Gaps of 12.0 m and 9.1 m.");
         assert_eq!(one.was, "The gap is 12.0 m. · Gaps of 12.0 m and 9.1 m.");
         assert_eq!(Entry::parse(&one.render()), Some(one));
+    }
+
+    #[test]
+    fn what_was_said_is_the_part_of_the_line_the_correction_names() {
+        let e = Entry::new(
+            "- In the Brenner 2018 survey (2,310 hives, 4 regions), winter loss was 31%, \
+             highest in the north.",
+            Some(3),
+            "I gave the wrong figure: winter loss was 21%, not 31%.",
+        );
+        assert_eq!(e.was, "winter loss was 31%.");
+        // A row is one claim; a line whose parts share nothing with the correction stays whole.
+        let row = Entry::new("Site B — Loss: 31%", Some(3), "Site B lost 21%, not 31%.");
+        assert_eq!(row.was, "Site B — Loss: 31%");
+        let unrelated = Entry::new("Brenner 2018, 2,310 hives.", Some(3), "It was 21%.");
+        assert_eq!(unrelated.was, "Brenner 2018, 2,310 hives.");
     }
 }

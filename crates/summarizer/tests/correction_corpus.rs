@@ -4,8 +4,10 @@
 //! retracted paper, the user correcting their own statement, a correction of a correction, a
 //! dispute the assistant rejects — in prose, table rows and bullets, and valid look-alikes that
 //! must not be superseded (a new figure for a different subject, a range narrowed by new data,
-//! the same subject in another year or arm). The cases and their labels were written before
-//! any of them was run.
+//! the same subject in another year or arm, a figure for a narrower condition of the same
+//! quantity, a sibling claim that already states the corrected figure), and corrections whose
+//! line also carries valid facts that no Corrections entry may show as withdrawn
+//! (`said_without`). The cases and their labels were written before any of them was run.
 //!
 //! Each case runs through the offline summarizer (all turns in one slice, and one turn per
 //! fold) and the chat summarizer's facts ledger. A labelled superseded claim (`subject`,
@@ -32,11 +34,26 @@ use summarizer::{CORRECTIONS_HEADING, FactsLedger, OfflineSummarizer};
 ///   the findings with the corrected one.
 /// - `user-own-table`: a correction of one cell supersedes `North; Nests: 14` and leaves the
 ///   row's other cell as `Density: 0.7 per ha`, without its row label.
+/// - `condition-figure-prose`, `condition-figure-table`: the answer gives the quantity for the
+///   user's own, narrower case (`±0.8 °C rather than ±0.3 °C` below 5 °C) and the general claim
+///   is superseded; in the table case the new figure's sentence is also lost from the findings.
+/// - `agreeing-sibling-bullet`: a single-digit percentage (`2%`) is not a value, so the
+///   correction is missed, and the sibling bullets are lost from the findings.
+/// - `agreeing-sibling-prose`: the valid sentence after the corrected one (`3 cm`) leaves with it.
+/// - `increment-cohort-prose`: the Corrections entry quotes the whole line — the source, the
+///   cohort and the figure the correction keeps are shown as withdrawn; the cohort is lost.
+/// - `arm-trial-bullet`: two figures swapped between arms in one sentence: nothing superseded.
 const KNOWN_MISSES: &[&str] = &[
     "dataset-table",
     "user-own-prose",
     "user-own-bullet",
     "user-own-table",
+    "condition-figure-prose",
+    "condition-figure-table",
+    "agreeing-sibling-bullet",
+    "agreeing-sibling-prose",
+    "increment-cohort-prose",
+    "arm-trial-bullet",
 ];
 
 struct Case {
@@ -46,6 +63,9 @@ struct Case {
     now: Option<String>,
     turn: Option<usize>,
     stays: Vec<String>,
+    /// Valid facts of the corrected line (its source, cohort, a figure only moved to another
+    /// unit or arm) that no Corrections entry may show as withdrawn, before its arrow.
+    said_without: Vec<String>,
 }
 
 fn text(v: &Value, key: &str) -> String {
@@ -73,6 +93,12 @@ fn cases() -> Vec<Case> {
             now: c["now"].as_str().map(str::to_owned),
             turn: c["correcting_turn"].as_u64().map(|t| t as usize),
             stays: c["stays"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect(),
+            said_without: c["said_without"]
                 .as_array()
                 .into_iter()
                 .flatten()
@@ -112,6 +138,12 @@ fn offline_misses(
     for s in &case.stays {
         if !has(body, s) {
             misses.push(format!("lost the valid {s:?}"));
+        }
+    }
+    for line in section.lines() {
+        let was = line.split(" → ").next().unwrap_or_default();
+        for s in case.said_without.iter().filter(|s| has(was, s)) {
+            misses.push(format!("Corrections shows the valid {s:?} as withdrawn"));
         }
     }
     let now = case.now.as_deref().unwrap_or("\u{0}");

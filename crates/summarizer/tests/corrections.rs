@@ -60,7 +60,7 @@ fn cases() -> Vec<(
                 "Per tree?",
                 "Correction: thinning raised apple yield by 14.6 kg per branch, not 14.6 kg per tree.",
             ),
-            Some("14.6 kg per tree (Marlow"),
+            Some("orchard raised apple yield by 14.6 kg per tree"),
             "23% of buds",
         ),
         (
@@ -152,7 +152,7 @@ fn cases() -> Vec<(
                 "I think the 14.6 kg yield gain was per branch, not per tree.",
                 "You are right, my mistake.",
             ),
-            Some("14.6 kg per tree (Marlow"),
+            Some("orchard raised apple yield by 14.6 kg per tree"),
             "23% of buds",
         ),
     ]
