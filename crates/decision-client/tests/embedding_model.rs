@@ -222,7 +222,11 @@ fn concurrent_passes_give_the_vectors_of_one_pass_each_and_embed_a_text_once() {
     .turns;
     let cache = VectorCache::default();
     let vectors = state_vectors(&encoder, &cache, &[], &turns).unwrap();
-    assert!(vectors.history.is_empty(), "no older turn, no history");
+    assert_eq!(
+        vectors.earlier.len(),
+        2,
+        "no older turn: the window's earlier turns"
+    );
     let one = |text: &str, cap: usize| encoder.embed(text, cap).unwrap();
     let same = |a: &[f32], b: &[f32]| {
         assert_eq!(a.len(), b.len());
@@ -251,16 +255,16 @@ fn concurrent_passes_give_the_vectors_of_one_pass_each_and_embed_a_text_once() {
     assert_eq!(cache.embedded(), 11);
     assert_eq!(cache.len(), 11);
 
-    // The first turn as an older turn before a window of the other two: the history is the
-    // older turn then the window's earlier one, each reply read sentence by sentence (both
-    // are in the unit), and nothing is embedded again.
+    // The first turn as an older turn before a window of the other two: the earlier turns
+    // are the older turn then the window's earlier one, each reply read sentence by sentence
+    // (both are in the unit), the same vectors as with the whole window, and nothing is
+    // embedded again.
     let wider = state_vectors(&encoder, &cache, &turns[..1], &turns[1..]).unwrap();
-    assert_eq!(wider.earlier.len(), 1);
-    assert_eq!(wider.history.len(), 2);
-    same(&wider.history[0].query, &one(asked, 256));
-    same(&wider.history[1].query, &one(&turns[1].user, 256));
-    assert_eq!(wider.history[0].reply_sentences.len(), 3);
-    assert_eq!(wider.history[1], wider.earlier[0]);
+    assert_eq!(wider.earlier.len(), 2);
+    same(&wider.earlier[0].query, &one(asked, 256));
+    same(&wider.earlier[1].query, &one(&turns[1].user, 256));
+    assert_eq!(wider.earlier[0].reply_sentences.len(), 3);
+    assert_eq!(wider.earlier, vectors.earlier);
     assert_eq!(cache.embedded(), 11);
 }
 

@@ -416,7 +416,7 @@ fn load(a: &Args) -> Result<(Data, Store), String> {
         cases
             .iter()
             .filter(|c| c.split() == name)
-            .map(|c| store.row(&c.state(), None, c.label, 1.0, c.id.clone()))
+            .map(|c| store.row(&c.state(), &[], c.label, 1.0, c.id.clone()))
             .collect()
     };
     let (mut train, mut dev, mut test) = (split("train"), split("dev"), split("test"));
@@ -433,12 +433,14 @@ fn load(a: &Args) -> Result<(Data, Store), String> {
             let rows: Vec<Row> = turn_cases(&s, &CharsPerToken, DEFAULT_STATE_BUDGET_TOKENS)
                 .iter()
                 .map(|t| {
-                    let history: Vec<_> = t.state.known_earlier().cloned().collect();
-                    let history =
-                        (!a.window_only && !t.state.older.is_empty()).then_some(&history[..]);
+                    let older = if a.window_only {
+                        &[][..]
+                    } else {
+                        &t.state.older
+                    };
                     store.row(
                         &t.state,
-                        history,
+                        older,
                         t.expect.pivot,
                         1.0,
                         format!("turn {}", t.turn),

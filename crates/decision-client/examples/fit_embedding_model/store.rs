@@ -6,11 +6,9 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use compaction_core::{DecisionState, StateTurn};
-use decision_client::embedding::features::{
-    UNIT_TURNS, features, has_table, last_sentence, sentences,
-};
+use decision_client::embedding::features::features;
 use decision_client::embedding::head;
-use decision_client::embedding::{Encoder, QUERY_TOKENS, REPLY_TOKENS, StateVectors, TurnVectors};
+use decision_client::embedding::{Encoder, StateVectors, state_vectors_with};
 use decision_client::offline::Features;
 
 #[derive(Clone)]
@@ -108,13 +106,10 @@ impl Store {
         }
     }
 
-    /// The vectors of `state`; `history` holds every earlier turn of the session (the
-    /// model's memory of it), `None` when nothing beyond the state is known.
-    pub(crate) fn state(
-        &mut self,
-        state: &DecisionState,
-        history: Option<&[StateTurn]>,
-    ) -> StateVectors {
+    /// The vectors of `state` as a probe computes them
+    /// ([`decision_client::embedding::state_vectors_with`]), the window's earlier turns after
+    /// `older` (the state's own `DecisionState::older`, or none for `--window-only`).
+    pub(crate) fn state(&mut self, state: &DecisionState, older: &[StateTurn]) -> StateVectors {
         let turns = if state.turns.is_empty() {
             decision_client::eval::state_from_markdown(
                 &state.earlier_discussion,
@@ -124,62 +119,20 @@ impl Store {
         } else {
             state.turns.clone()
         };
-        // The unit's replies (the last `UNIT_TURNS` turns before the latest) are also read
-        // sentence by sentence.
-        let mut turn = |u: &str, a: &str, in_unit: bool| TurnVectors {
-            query: self.vector(u, QUERY_TOKENS),
-            reply: self.vector(a, REPLY_TOKENS),
-            reply_sentences: if in_unit {
-                sentences(a)
-                    .into_iter()
-                    .map(|s| self.vector(s, REPLY_TOKENS))
-                    .collect()
-            } else {
-                Vec::new()
-            },
-        };
-        let Some((latest, earlier)) = turns.split_last() else {
-            return StateVectors::default();
-        };
-        let unit = |n: usize, i: usize| i + UNIT_TURNS >= n;
-        let earlier = earlier
-            .iter()
-            .enumerate()
-            .map(|(i, t)| turn(&t.user, &t.assistant, unit(earlier.len(), i)))
-            .collect();
-        let history = history.unwrap_or_default();
-        let history = history
-            .iter()
-            .enumerate()
-            .map(|(i, t)| turn(&t.user, &t.assistant, unit(history.len(), i)))
-            .collect();
-        let latest_v = turn(&latest.user, &latest.assistant, false);
-        let latest_tail = match last_sentence(&latest.user) {
-            Some(tail) => self.vector(tail, QUERY_TOKENS),
-            None => latest_v.query.clone(),
-        };
-        StateVectors {
-            earlier,
-            history,
-            latest: latest_v,
-            latest_tail,
-            previous_table: turns
-                .len()
-                .checked_sub(2)
-                .is_some_and(|i| has_table(&turns[i].assistant)),
-        }
+        state_vectors_with(older, &turns, &mut |text, max| Ok(self.vector(text, max)))
+            .unwrap_or_else(|e| panic!("vectors of a state: {e}"))
     }
 
     pub(crate) fn row(
         &mut self,
         state: &DecisionState,
-        history: Option<&[StateTurn]>,
+        older: &[StateTurn],
         y: bool,
         w: f64,
         name: String,
     ) -> Row {
         let lexical = Features::of(state);
-        let v = self.state(state, history);
+        let v = self.state(state, older);
         let x = features(&v, &lexical);
         Row {
             shipped: (

@@ -79,14 +79,11 @@ pub fn has_table(text: &str) -> bool {
 /// The vectors of a decision state's turns.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StateVectors {
-    /// Earlier turns, oldest first.
+    /// Every earlier turn the model knows of, oldest first: the core's
+    /// `DecisionState::older` (the uncovered turns before the 500-token window), then the
+    /// window's earlier turns. Reading past the window keeps a return to a topic the window no
+    /// longer holds visible (docs/DECISION-QUALITY.md, head v7).
     pub earlier: Vec<TurnVectors>,
-    /// Every earlier turn the model knows of, oldest first, when it knows more than the
-    /// state's window (`earlier` is then its tail): the core's `DecisionState::older` followed
-    /// by the window's earlier turns; empty when the state holds no older turn. The
-    /// similarities read it instead of `earlier` when it is longer, so a return to a topic the
-    /// window no longer holds stays visible (docs/DECISION-QUALITY.md, head v7).
-    pub history: Vec<TurnVectors>,
     /// The latest turn.
     pub latest: TurnVectors,
     /// The latest query's last sentence (the query itself when it has one sentence).
@@ -180,11 +177,7 @@ fn flag(b: bool) -> f64 {
 /// The similarities of meaning of a state, in [`SIMILARITY_NAMES`] order.
 pub fn similarities(v: &StateVectors) -> [f64; N_SIMILARITIES] {
     let q = &v.latest.query;
-    let known = if v.history.len() > v.earlier.len() {
-        &v.history
-    } else {
-        &v.earlier
-    };
+    let known = &v.earlier;
     let n = known.len();
     let unit = &known[n.saturating_sub(UNIT_TURNS)..];
     let older = &known[..n.saturating_sub(UNIT_TURNS)];
@@ -421,7 +414,6 @@ mod tests {
         };
         let state = StateVectors {
             earlier: vec![previous.clone()],
-            history: Vec::new(),
             latest: TurnVectors {
                 query: b.clone(),
                 reply: c.clone(),
@@ -472,7 +464,6 @@ mod tests {
         let earlier = vec![turn(&c), turn(&a), turn(&a), turn(&a)];
         let state = |q: &Vec<f32>| StateVectors {
             earlier: earlier.clone(),
-            history: Vec::new(),
             latest: turn(q),
             latest_tail: q.clone(),
             previous_table: false,
@@ -496,29 +487,23 @@ mod tests {
         assert_eq!(stay_research[N_FEATURES - 1], 1.0);
     }
 
-    /// With a history longer than the window, the unit and the older turns come from it: a
-    /// return to a turn outside the window shows; without one nothing changes.
+    /// With earlier turns beyond the window (`DecisionState::older`), the unit and the older
+    /// turns come from them: a return to a turn outside the window shows.
     #[test]
-    fn history_beyond_the_window_makes_a_return_visible() {
+    fn turns_beyond_the_window_make_a_return_visible() {
         let [a, b, c] = axes();
         let at = |name: &str| SIMILARITY_NAMES.iter().position(|n| *n == name).unwrap();
         let window = StateVectors {
             earlier: vec![turn(&b)],
-            history: Vec::new(),
             latest: turn(&c),
             latest_tail: c.clone(),
             previous_table: false,
         };
         let remembered = StateVectors {
-            history: vec![turn(&c), turn(&a), turn(&b), turn(&b), turn(&b)],
-            ..window.clone()
-        };
-        let short = StateVectors {
-            history: vec![turn(&b)],
+            earlier: vec![turn(&c), turn(&a), turn(&b), turn(&b), turn(&b)],
             ..window.clone()
         };
         assert_eq!(similarities(&window)[at("return_gain")], 0.0);
         assert!(similarities(&remembered)[at("return_gain")] > 0.99);
-        assert_eq!(similarities(&short), similarities(&window));
     }
 }

@@ -46,7 +46,7 @@ pub use encoder::Encoder;
 pub use features::{StateVectors, TurnVectors, cosine};
 pub use files::{ModelDir, ModelFileError};
 #[cfg(feature = "embedding")]
-pub use model::{EmbeddingModel, VectorCache, state_vectors};
+pub use model::{EmbeddingModel, VectorCache, state_vectors, state_vectors_with};
 
 /// The served-model name the embedding model reports.
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2+head-v7";

@@ -180,7 +180,8 @@ fn embed_all(encoder: &Encoder, texts: &[(&str, usize)]) -> Result<Vec<Vec<f32>>
 /// The vectors of a decision state's turns, from `cache`: `turns` are the state's own (the
 /// 500-token window, latest last), `older` the uncovered turns before them
 /// (`DecisionState::older`). The texts not cached yet are embedded first, concurrently
-/// ([`VectorCache::fill`]), then every vector is read from the cache.
+/// ([`VectorCache::fill`]), then every vector is read from the cache
+/// ([`state_vectors_with`] says which texts).
 pub fn state_vectors(
     encoder: &Encoder,
     cache: &VectorCache,
@@ -188,20 +189,21 @@ pub fn state_vectors(
     turns: &[StateTurn],
 ) -> Result<StateVectors, String> {
     let mut wanted = Vec::new();
-    assemble(older, turns, &mut |text, max_tokens| {
+    state_vectors_with(older, turns, &mut |text, max_tokens| {
         wanted.push((text, max_tokens));
         Ok(Vec::new())
     })?;
     cache.fill(encoder, &wanted)?;
-    assemble(older, turns, &mut |text, max_tokens| {
+    state_vectors_with(older, turns, &mut |text, max_tokens| {
         cache.vector(encoder, text, max_tokens).map(|v| v.to_vec())
     })
 }
 
-/// The vectors of `turns` (and of `older`, the turns before them), each text's vector from
-/// `vector` (its text and token cap): the one owner of which texts a probe reads. When `older`
-/// is not empty, `history` holds `older` and the window's earlier turns, as the fit builds it.
-fn assemble<'t>(
+/// The vectors of `older` and `turns`, each text's vector from `vector` (its text and token
+/// cap): the one owner of which texts a probe reads, shared by [`state_vectors`] and the fit
+/// example (which keeps its vectors in its own file). `earlier` holds `older` then the
+/// window's earlier turns.
+pub fn state_vectors_with<'t>(
     older: &'t [StateTurn],
     turns: &'t [StateTurn],
     vector: &mut dyn FnMut(&'t str, usize) -> Result<Vec<f32>, String>,
@@ -226,28 +228,20 @@ fn assemble<'t>(
     // The latest reply's sentences are embedded now, once, for the next probe (where it is
     // the previous reply); the unit's replies are read sentence by sentence.
     let latest_vectors = turn(latest, true)?;
-    // The unit (the last `UNIT_TURNS` turns of what is known) is read sentence by sentence.
-    let mut read = |known: &[&'t StateTurn]| -> Result<Vec<TurnVectors>, String> {
-        let unit_start = known.len().saturating_sub(features::UNIT_TURNS);
-        known
-            .iter()
-            .enumerate()
-            .map(|(i, t)| turn(t, i >= unit_start))
-            .collect()
-    };
-    let earlier_vectors = read(&earlier.iter().collect::<Vec<_>>())?;
-    let history = if older.is_empty() {
-        Vec::new()
-    } else {
-        read(&older.iter().chain(earlier).collect::<Vec<_>>())?
-    };
+    // The unit (the last `UNIT_TURNS` earlier turns) is read sentence by sentence.
+    let known: Vec<&StateTurn> = older.iter().chain(earlier).collect();
+    let unit_start = known.len().saturating_sub(features::UNIT_TURNS);
+    let earlier_vectors = known
+        .iter()
+        .enumerate()
+        .map(|(i, t)| turn(t, i >= unit_start))
+        .collect::<Result<_, _>>()?;
     let latest_tail = match features::last_sentence(&latest.user) {
         Some(tail) => vector(tail, QUERY_TOKENS)?,
         None => latest_vectors.query.clone(),
     };
     Ok(StateVectors {
         earlier: earlier_vectors,
-        history,
         latest: latest_vectors,
         latest_tail,
         previous_table: earlier
