@@ -155,35 +155,29 @@ fn claim_part(was: &str, now: &str) -> String {
 /// `text` cut after each `, ` or `; ` outside parentheses (`18,900` is one number); a clause
 /// without a content word stays with the clause before it.
 fn clauses(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
     let bytes = text.as_bytes();
+    let mut ends: Vec<usize> = Vec::new();
+    let mut depth = 0i32;
     for (i, &b) in bytes.iter().enumerate() {
         match b {
             b'(' => depth += 1,
             b')' => depth -= 1,
-            b',' | b';' if depth == 0 && bytes.get(i + 1) == Some(&b' ') => {
-                out.push(&text[start..=i]);
-                start = i + 1;
-            }
+            b',' | b';' if depth == 0 && bytes.get(i + 1) == Some(&b' ') => ends.push(i + 1),
             _ => {}
         }
     }
-    out.push(&text[start..]);
+    ends.push(text.len());
     // A clause of values and function words only (`not 12.0 m`) belongs to the one before.
-    let mut merged: Vec<&str> = Vec::new();
-    let mut from = 0;
-    for c in out {
-        let end = from + c.len();
-        match merged.last_mut() {
-            Some(last) if supersede::words(c).is_empty() => {
-                *last = &text[end - c.len() - last.len()..end];
-            }
-            _ => merged.push(&text[from..end]),
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    for end in ends {
+        match spans.last_mut() {
+            Some(last) if supersede::words(&text[start..end]).is_empty() => last.1 = end,
+            _ => spans.push((start, end)),
         }
-        from = end;
+        start = end;
     }
-    merged
+    spans.into_iter().map(|(s, e)| &text[s..e]).collect()
 }
 
 /// The section, or nothing when there is no entry.
