@@ -1,12 +1,15 @@
 //! `cargo xtask eval-summary [--sessions DIR] [--also DIR]... [--tuned a,b,...] [--dump DIR]
-//! [--summarizer offline|chat|auto] [--config FILE]
-//! [--canary] [--verbose]`: how much of the folded turns a rolling summary still holds.
+//! [--summarizer offline|chat|auto] [--decision offline|local|embedding]
+//! [--config FILE] [--canary] [--verbose]`: how much of the folded turns a rolling summary still holds.
 //!
 //! Each labelled session (the repository's `data/research-sessions/*.json` by default, `--sessions DIR` for others;
 //! format in its README) is
 //! replayed through the real engine (`compaction_core::Engine`, a `SqliteStore` in a temporary
 //! directory, the cli's replay driver) under four runs:
-//! - `defaults`: the spec's settings and the offline decision model;
+//! - `defaults`: the spec's settings and the decision model a user gets from them: what
+//!   `decision_adapter = auto` runs without a remote host (`local`: the embedding model when its
+//!   files are installed, else the lexical model); `--decision offline` forces the lexical model,
+//!   as every figure before session 13 was measured. The run's first line names the model;
 //! - `every-2`, `every-3`, `every-5`: forced folds — a decision model that always answers
 //!   p = 1, token floor 0, `min_turns` N (K = 1 for N = 2, since min_turns >= K + 1; K = 2
 //!   otherwise), so the engine folds every N turns.
@@ -50,7 +53,7 @@ use measure::*;
 use replay::*;
 use session::*;
 
-const USAGE: &str = "usage: cargo xtask eval-summary [--sessions DIR] [--also DIR]... [--tuned a,b,...] [--dump DIR] [--summarizer offline|chat|auto] [--config FILE] [--canary] [--verbose]";
+const USAGE: &str = "usage: cargo xtask eval-summary [--sessions DIR] [--also DIR]... [--tuned a,b,...] [--dump DIR] [--summarizer offline|chat|auto] [--decision offline|local|embedding] [--config FILE] [--canary] [--verbose]";
 
 struct Args {
     sessions: PathBuf,
@@ -61,6 +64,9 @@ struct Args {
     /// Where to write each run's last summary (`--dump DIR`), for reading.
     dump: Option<PathBuf>,
     adapter: SummarizerAdapter,
+    /// The `defaults` run's `decision_adapter` (`--decision`); else the `--config` file's,
+    /// else `local`.
+    decision: Option<String>,
     config: Option<PathBuf>,
     canary: bool,
     verbose: bool,
@@ -73,6 +79,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         tuned: Vec::new(),
         dump: None,
         adapter: SummarizerAdapter::Offline,
+        decision: None,
         config: None,
         canary: false,
         verbose: false,
@@ -108,6 +115,15 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
                         ));
                     }
                 }
+            }
+            "--decision" => {
+                let v = value()?;
+                if !matches!(v.as_str(), "offline" | "local" | "embedding") {
+                    return Err(format!(
+                        "--decision must be offline, local or embedding, got {v}\n{USAGE}"
+                    ));
+                }
+                parsed.decision = Some(v);
             }
             "--canary" => parsed.canary = true,
             "--verbose" => parsed.verbose = true,
@@ -196,6 +212,11 @@ async fn run_sessions(
     let mut ok = true;
     for run in RUNS {
         println!("== run {} ==", run.name);
+        if run.every.is_none() {
+            let effective = settings_for(run).effective().map_err(|e| e.to_string())?;
+            let (_, why) = decision_model(run, &effective, map)?;
+            println!("decision model: {why}");
+        }
         let mut groups: BTreeMap<&str, Totals> = BTreeMap::new();
         for file in &files {
             let name = file.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
@@ -262,7 +283,19 @@ async fn run_sessions(
 
 fn run(args: &[String]) -> Result<bool, String> {
     let args = parse_args(args)?;
-    let map = settings_file(args.config.as_deref())?;
+    let mut map = settings_file(args.config.as_deref())?;
+    match &args.decision {
+        Some(decision) => {
+            map.insert(
+                decision_client::KEY_ADAPTER.to_owned(),
+                Value::String(decision.clone()),
+            );
+        }
+        None => {
+            map.entry(decision_client::KEY_ADAPTER)
+                .or_insert_with(|| Value::String("local".to_owned()));
+        }
+    }
     let mut config = SummarizerConfig::from_map(&map).map_err(|e| e.to_string())?;
     config.adapter = args.adapter;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;

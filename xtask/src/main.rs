@@ -16,7 +16,8 @@
 //! - `fetch-model [--dir DIR]`: installs the embedding decision model's files (see
 //!   `fetch_model`); `.ci/run` runs it before `verify`.
 //! - `eval-summary [--sessions DIR] [--also DIR]... [--tuned a,b] [--dump DIR]
-//!   [--summarizer offline|chat|auto] [--canary]`: how much of the folded turns the rolling
+//!   [--summarizer offline|chat|auto] [--decision offline|local|embedding] [--config FILE]
+//!   [--canary] [--verbose]`: how much of the folded turns the rolling
 //!   summary keeps, and how it handles corrections (see `eval_summary`, `summary_checks`).
 //! - `bench-hook [--dir DIR] [--runs N] [--only native|adk|pg] [--keep]`: the post-turn hook
 //!   (`compaction evaluate`, release build) on small and large databases side by side, for

@@ -16,7 +16,7 @@ use compaction_core::testing::{ScriptedDecisionModel, SequentialIds, SteppingClo
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Run {
     pub(super) name: &'static str,
-    /// Fold every N turns; `None` for the spec's defaults and the offline decision model.
+    /// Fold every N turns; `None` for the spec's defaults and their decision model.
     pub(super) every: Option<usize>,
 }
 
@@ -83,24 +83,26 @@ pub(super) async fn stored_receipt(
         .and_then(compaction_core::Receipt::of_event))
 }
 
-/// The run's decision model: a constant "compact" for forced folds, else the offline model.
-fn decision_model(
+/// The run's decision model and why it was chosen: a constant "compact" for forced folds, else
+/// the `decision_adapter` of the settings (`--decision`, or the `--config` file's own key).
+pub(super) fn decision_model(
     run: Run,
     effective: &compaction_core::EffectiveSettings,
     settings_map: &Map<String, Value>,
-) -> Result<Arc<dyn DecisionModel>, String> {
-    let decision: Arc<dyn DecisionModel> = match run.every {
-        Some(_) => Arc::new(ScriptedDecisionModel::constant(1.0)),
-        None => {
-            let mut decision_config = decision_client::DecisionConfig::from_map(settings_map)
-                .map_err(|e| e.to_string())?;
-            decision_config.adapter = decision_client::DecisionAdapter::Offline;
-            decision_client::build_decision_model(effective, &decision_config, |_| None)
-                .map_err(|e| e.to_string())?
-                .model
-        }
-    };
-    Ok(decision)
+) -> Result<(Arc<dyn DecisionModel>, String), String> {
+    if let Some(every) = run.every {
+        let model: Arc<dyn DecisionModel> = Arc::new(ScriptedDecisionModel::constant(1.0));
+        return Ok((model, format!("forced: p = 1, a fold every {every} turns")));
+    }
+    let decision_config =
+        decision_client::DecisionConfig::from_map(settings_map).map_err(|e| e.to_string())?;
+    let selected = decision_client::build_decision_model(
+        effective,
+        &decision_config,
+        decision_client::process_env,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok((selected.model, selected.reason))
 }
 
 pub(super) async fn replay(
@@ -120,7 +122,7 @@ pub(super) async fn replay(
             e => e.to_string(),
         },
     )?;
-    let decision = decision_model(run, &effective, settings_map)?;
+    let (decision, _) = decision_model(run, &effective, settings_map)?;
     let dir = tempfile::tempdir().map_err(|e| format!("cannot create a temp dir: {e}"))?;
     let store =
         Arc::new(SqliteStore::open(dir.path().join("sessions.db")).map_err(|e| e.to_string())?);
