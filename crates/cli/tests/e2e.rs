@@ -376,7 +376,7 @@ fn the_demo_runs_the_embedding_model_when_its_files_are_installed() {
     }
     assert!(
         banner.starts_with(
-            "decision model: embedding model all-MiniLM-L6-v2+head-v7 (local, files in "
+            "decision model: embedding model all-MiniLM-L6-v2+head-v8 (local, files in "
         ),
         "{banner}"
     );
@@ -426,7 +426,7 @@ async fn the_probe_span_names_the_embedding_model_when_it_answers() {
         return;
     }
     assert!(
-        text.contains("all-MiniLM-L6-v2+head-v7"),
+        text.contains("all-MiniLM-L6-v2+head-v8"),
         "the probe span does not name the embedding model"
     );
 }

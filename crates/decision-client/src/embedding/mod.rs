@@ -49,7 +49,7 @@ pub use files::{ModelDir, ModelFileError};
 pub use model::{EmbeddingModel, VectorCache, state_vectors, state_vectors_with};
 
 /// The served-model name the embedding model reports.
-pub const MODEL_NAME: &str = "all-MiniLM-L6-v2+head-v7";
+pub const MODEL_NAME: &str = "all-MiniLM-L6-v2+head-v8";
 /// How many of a reply's tokens are embedded.
 pub const REPLY_TOKENS: usize = 128;
 /// How many of a query's tokens are embedded (the model's whole window).
