@@ -337,7 +337,7 @@ impl OfflineSummarizer {
             if !dropped.is_empty() {
                 prose.push_str(&format!(
                     "\n\n{NOTE_PREFIX} summarizer_summary_max_tokens = {}: {} lines left \
-                     out (prose and restated figures first); every source is still listed._",
+                     out, every source kept._",
                     self.budget_tokens,
                     dropped.len()
                 ));
@@ -549,6 +549,15 @@ mod tests {
         assert!(text.contains("- Constraint: Please exclude pre-2015 studies from the review."));
         assert!(text.contains("- Decision: Decision: we will use a random-effects model."));
         assert!(text.contains("_Condensed to stay within summarizer_summary_max_tokens = 600"));
+        // The note names the key and the count, nothing the summary's own lines say.
+        let note = text
+            .lines()
+            .find(|l| l.starts_with(NOTE_PREFIX))
+            .unwrap_or_default();
+        assert!(
+            note.ends_with("lines left out, every source kept._"),
+            "{note}"
+        );
         let sources: Vec<String> = turns
             .iter()
             .flat_map(|t| {

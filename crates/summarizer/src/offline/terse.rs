@@ -16,8 +16,8 @@ use super::{EVIDENCE, LINE, QUESTION_PREFIX, Rank, Topic};
 use crate::findings::facts;
 use crate::text::cut;
 
-/// Longest question heading once the budget bites, in characters.
-pub(super) const SHORT_QUESTION_CHARS: usize = 36;
+/// Longest question heading once the budget bites, in characters (its pointer and `…` aside).
+pub(super) const SHORT_QUESTION_CHARS: usize = 24;
 /// Where clauses left out were.
 const GAP: &str = " … ";
 
@@ -28,15 +28,15 @@ pub(super) static QUALIFIES: LazyLock<Regex> = LazyLock::new(|| {
         .expect("the pattern is valid")
 });
 
-/// Cuts each question heading to [`SHORT_QUESTION_CHARS`] (its turn pointer kept). Returns
-/// the characters saved.
+/// Cuts each question heading to its first words within [`SHORT_QUESTION_CHARS`] (its turn
+/// pointer kept; [`short_question`]). Returns the characters saved.
 pub(super) fn shorten_headings(topics: &mut [Topic]) -> usize {
     let mut saved = 0;
     for topic in topics.iter_mut() {
         let Some(question) = without_pointer(&topic.heading).strip_prefix(QUESTION_PREFIX) else {
             continue;
         };
-        let short = cut(question, SHORT_QUESTION_CHARS);
+        let short = short_question(question);
         if short.len() < question.len() {
             let pointer = &topic.heading[QUESTION_PREFIX.len() + question.len()..];
             let heading = format!("{QUESTION_PREFIX}{short}{pointer}");
@@ -45,6 +45,27 @@ pub(super) fn shorten_headings(topics: &mut [Topic]) -> usize {
         }
     }
     saved
+}
+
+/// The question's first whole words that fit in [`SHORT_QUESTION_CHARS`], then `…`: a heading
+/// only points at its turn, so a cut word buys nothing. A question that fits is left as it is
+/// (a heading cut once is not cut again); a first word longer than the limit is cut inside.
+pub(super) fn short_question(question: &str) -> String {
+    if question.chars().count() <= SHORT_QUESTION_CHARS + 1 {
+        return question.to_owned();
+    }
+    let mut end = 0;
+    for (i, _) in question.match_indices(' ') {
+        if question[..i].chars().count() > SHORT_QUESTION_CHARS {
+            break;
+        }
+        end = i;
+    }
+    if end == 0 {
+        return cut(question, SHORT_QUESTION_CHARS);
+    }
+    let words = question[..end].trim_end_matches(|c: char| !c.is_alphanumeric());
+    format!("{words}…")
 }
 
 /// Replaces every finding line by its terse form ([`terse`]), one statement per finding: a
@@ -210,9 +231,29 @@ mod tests {
             "{}",
             topics[0].heading
         );
+        assert!(
+            topics[0].heading.chars().count()
+                <= QUESTION_PREFIX.len() + SHORT_QUESTION_CHARS + "… (turn 7)".len()
+        );
+    }
+
+    #[test]
+    fn a_short_heading_keeps_whole_words_and_is_cut_once() {
+        let question = "Could you compare the moth counts across both valleys for me?";
+        let short = short_question(question);
+        assert_eq!(short, "Could you compare the…");
         assert_eq!(
-            topics[0].heading.chars().count(),
-            QUESTION_PREFIX.len() + SHORT_QUESTION_CHARS + " (turn 7)".len()
+            short_question(&short),
+            short,
+            "a cut heading is not cut again"
+        );
+        assert_eq!(short_question("Why so few moths?"), "Why so few moths?");
+        assert_eq!(
+            short_question("Supercalifragilisticexpialidocious moths"),
+            cut(
+                "Supercalifragilisticexpialidocious moths",
+                SHORT_QUESTION_CHARS
+            )
         );
     }
 }
