@@ -329,6 +329,10 @@ impl OfflineSummarizer {
                 prose_budget,
                 &mut dropped,
             );
+            // Once lines went, a question heading with no line left under it points at nothing.
+            if !dropped.is_empty() {
+                topics.retain(|t| !t.lines.is_empty());
+            }
             let mut prose = render_topics(topics);
             if !section.is_empty() {
                 prose.push_str("\n\n");
@@ -397,6 +401,7 @@ fn cheap_losses(
     }
     if whole(topics, titles) > budget_chars {
         terse::shorten_findings(topics);
+        terse::drop_factless(topics, dropped);
     }
     titles
 }

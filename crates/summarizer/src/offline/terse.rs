@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::correct::without_pointer;
-use super::{EVIDENCE, LINE, QUESTION_PREFIX, Rank, Topic};
+use super::{EVIDENCE, LINE, Line, QUESTION_PREFIX, Rank, Topic};
 use crate::findings::facts;
 use crate::text::cut;
 
@@ -98,6 +98,20 @@ pub(super) fn shorten_findings(topics: &mut [Topic]) -> usize {
         }
     }
     saved
+}
+
+/// Drops the finding lines the terse forms left without a fact of their own (every fact they
+/// stated, lines before them state; [`shorten_findings`]), unless they qualify: a
+/// subject and `…` alone tell the reader nothing.
+pub(super) fn drop_factless(topics: &mut [Topic], dropped: &mut Vec<Line>) {
+    for topic in topics.iter_mut() {
+        let (gone, kept): (Vec<Line>, Vec<Line>) =
+            std::mem::take(&mut topic.lines).into_iter().partition(|l| {
+                l.rank != Rank::Pinned && l.facts.is_empty() && !QUALIFIES.is_match(&l.text)
+            });
+        topic.lines = kept;
+        dropped.extend(gone);
+    }
 }
 
 /// The clauses of `body` at the top level (outside parentheses and brackets), each with the
@@ -255,5 +269,53 @@ mod tests {
                 SHORT_QUESTION_CHARS
             )
         );
+    }
+
+    /// A finding the terse forms leave with only its subject (every value a line before it
+    /// states) goes once the budget bites; a qualifying one and a pinned one stay.
+    #[test]
+    fn a_line_the_terse_form_leaves_factless_goes() {
+        let topic = |heading: &str, lines: Vec<Line>| Topic {
+            heading: heading.to_owned(),
+            lines,
+        };
+        let mut topics = vec![
+            topic(
+                "### Q: Beetles? (turn 1)",
+                vec![Line::finding(
+                    "- Plots held 35 beetles per trap (Ruiz 2021).".into(),
+                )],
+            ),
+            topic(
+                "### Q: Tabulate? (turn 2)",
+                vec![
+                    Line::finding("- Beetle count: about 35 beetles per trap".into()),
+                    Line::finding(
+                        "- Trap yield: about 35 beetles per trap, but not in frost".into(),
+                    ),
+                    Line::finding(
+                        "- Nets: about 35 beetles per trap, and 12.5 moths per trap".into(),
+                    ),
+                ],
+            ),
+        ];
+        shorten_findings(&mut topics);
+        let mut dropped = Vec::new();
+        drop_factless(&mut topics, &mut dropped);
+        let texts: Vec<&str> = topics
+            .iter()
+            .flat_map(|t| &t.lines)
+            .map(|l| l.text.as_str())
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "- Plots held 35 beetles per trap (Ruiz 2021).",
+                "- Trap yield … but not in frost",
+                "- Nets … and 12.5 moths per trap",
+            ]
+        );
+        assert_eq!(dropped.len(), 1);
+        assert_eq!(dropped[0].text, "- Beetle count…");
     }
 }
