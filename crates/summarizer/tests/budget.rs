@@ -106,7 +106,7 @@ fn rows_restating_sentences() -> Vec<TurnDigest> {
 }
 
 /// Under a budget that bites, a question heading with no line left under it (a turn that only
-/// restated earlier figures) goes; five more folds of the unchanged history keep every fact
+/// restated earlier figures) goes, the newest topic's aside; five more folds of the unchanged history keep every fact
 /// the first fold kept.
 #[test]
 fn a_heading_with_no_line_left_goes_once_the_budget_bites() {
@@ -115,7 +115,8 @@ fn a_heading_with_no_line_left_goes_once_the_budget_bites() {
     assert!(first.contains("_Condensed to stay within"), "{first}");
     let mut lines = first.lines().filter(|l| !l.is_empty()).peekable();
     while let Some(line) = lines.next() {
-        if line.starts_with("### ") {
+        // The newest topic (turn 12 restated only) stays, as its pointer.
+        if line.starts_with("### ") && !line.contains("plot 12") {
             let next = lines.peek().copied().unwrap_or_default();
             assert!(
                 next.starts_with("- ") || next.starts_with("* "),

@@ -329,9 +329,15 @@ impl OfflineSummarizer {
                 prose_budget,
                 &mut dropped,
             );
-            // Once lines went, a question heading with no line left under it points at nothing.
+            // Once lines went, a question heading with no line left under it points at
+            // nothing (the newest topic stays, as in [`condense`]).
             if !dropped.is_empty() {
-                topics.retain(|t| !t.lines.is_empty());
+                let newest = topics.len().saturating_sub(1);
+                let mut i = 0;
+                topics.retain(|t| {
+                    i += 1;
+                    i - 1 == newest || !t.lines.is_empty()
+                });
             }
             let mut prose = render_topics(topics);
             if !section.is_empty() {
