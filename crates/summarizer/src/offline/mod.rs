@@ -29,7 +29,9 @@
 //! **The budget** (`summarizer_summary_max_tokens`, characters / 4), the cheapest loss
 //! first: prose lines; question headings cut short; the bibliography without titles; terse
 //! finding lines ([`terse`]: the clauses that state no fact, or only facts a line before
-//! states, leave; the subject, values, units, sources and qualifying clauses stay). Only then
+//! states, leave; the subject, values, units, sources and qualifying clauses stay; a terse
+//! line left without a fact of its own and without a qualifying clause goes, and once lines
+//! went, so does a question heading with no line left under it, the newest aside). Only then
 //! whole lines go, redundant before unique: findings whose every number, citation key and
 //! identifier another kept line of their topic states (table rows first, then the topic's
 //! last lines: a statement's later parts), then of the summary (newest topic first: a recap
