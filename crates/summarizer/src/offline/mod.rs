@@ -65,7 +65,7 @@ mod merge;
 mod read;
 mod terse;
 
-use budget::{condense, dedupe, row_form};
+use budget::{condense, dedupe, drop_empty_headings, row_form};
 use correct::apply_corrections;
 use read::{parse_previous, topic_of};
 
@@ -331,15 +331,8 @@ impl OfflineSummarizer {
                 prose_budget,
                 &mut dropped,
             );
-            // Once lines went, a question heading with no line left under it points at
-            // nothing (the newest topic stays, as in [`condense`]).
             if !dropped.is_empty() {
-                let newest = topics.len().saturating_sub(1);
-                let mut i = 0;
-                topics.retain(|t| {
-                    i += 1;
-                    i - 1 == newest || !t.lines.is_empty()
-                });
+                drop_empty_headings(topics);
             }
             let mut prose = render_topics(topics);
             if !section.is_empty() {
