@@ -7,7 +7,7 @@
 //! | `summarizer_api_key_env` | env var name (`A-Z`, `0-9`, `_`) or `""` | `OPENROUTER_API_KEY` | the variable the bearer key is read from (its name, never the key); `""` sends no key (local servers) |
 //! | `summarizer_timeout_secs` | integer 1–600 | `60` | hard timeout of one chat-completions call |
 //! | `summarizer_max_output_tokens` | integer 64–65536 | `4096` | `max_tokens` sent; a reply cut there is an error |
-//! | `summarizer_summary_max_tokens` | integer 500–100000 | `4250` | the summary's token budget (characters / 4, the core's estimator): the offline summarizer first drops prose, shortens headings, titles and finding lines, never a kept finding's number or source, to stay within it; a chat summary above it or above the text it replaces is refused |
+//! | `summarizer_summary_max_tokens` | integer 500–100000 | `4000` | the summary's token budget (characters / 4, the core's estimator): the offline summarizer first drops prose, shortens headings, titles and finding lines, never a kept finding's number or source, to stay within it; a chat summary above it or above the text it replaces is refused |
 //!
 //! Every other `summarizer_*` key is an error naming the key; keys without that prefix
 //! belong to other components and are ignored here.
@@ -83,7 +83,7 @@ pub struct SummarizerConfig {
 pub(crate) const DEFAULT_BASE_URL: &str = "https://openrouter.ai/api/v1";
 /// The default token budget of a summary (chosen from `cargo xtask eval-summary`; see
 /// docs/SUMMARY-QUALITY.md).
-pub(crate) const DEFAULT_SUMMARY_MAX_TOKENS: usize = 4250;
+pub(crate) const DEFAULT_SUMMARY_MAX_TOKENS: usize = 4000;
 /// The default key variable.
 pub(crate) const DEFAULT_API_KEY_ENV: &str = "OPENROUTER_API_KEY";
 

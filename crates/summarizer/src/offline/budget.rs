@@ -119,6 +119,17 @@ pub(super) fn condense(
     dropped
 }
 
+/// Once lines went, a question heading with no line left under it points at nothing: it goes,
+/// the newest topic's aside (as in [`condense`]).
+pub(super) fn drop_empty_headings(topics: &mut Vec<Topic>) {
+    let newest = topics.len().saturating_sub(1);
+    let mut i = 0;
+    topics.retain(|t| {
+        i += 1;
+        i - 1 == newest || !t.lines.is_empty()
+    });
+}
+
 /// One statement per finding: removes repeated lines (same text up to case) and lines whose
 /// every fact a line kept before states — pinned lines first, then the answers' lines, then
 /// the syntheses' (`* `), oldest topic first. Returns the findings removed.

@@ -29,7 +29,9 @@
 //! **The budget** (`summarizer_summary_max_tokens`, characters / 4), the cheapest loss
 //! first: prose lines; question headings cut short; the bibliography without titles; terse
 //! finding lines ([`terse`]: the clauses that state no fact, or only facts a line before
-//! states, leave; the subject, values, units, sources and qualifying clauses stay). Only then
+//! states, leave; the subject, values, units, sources and qualifying clauses stay; a terse
+//! line left without a fact of its own and without a qualifying clause goes, and once lines
+//! went, so does a question heading with no line left under it, the newest aside). Only then
 //! whole lines go, redundant before unique: findings whose every number, citation key and
 //! identifier another kept line of their topic states (table rows first, then the topic's
 //! last lines: a statement's later parts), then of the summary (newest topic first: a recap
@@ -63,7 +65,7 @@ mod merge;
 mod read;
 mod terse;
 
-use budget::{condense, dedupe, row_form};
+use budget::{condense, dedupe, drop_empty_headings, row_form};
 use correct::apply_corrections;
 use read::{parse_previous, topic_of};
 
@@ -329,6 +331,9 @@ impl OfflineSummarizer {
                 prose_budget,
                 &mut dropped,
             );
+            if !dropped.is_empty() {
+                drop_empty_headings(topics);
+            }
             let mut prose = render_topics(topics);
             if !section.is_empty() {
                 prose.push_str("\n\n");
@@ -337,7 +342,7 @@ impl OfflineSummarizer {
             if !dropped.is_empty() {
                 prose.push_str(&format!(
                     "\n\n{NOTE_PREFIX} summarizer_summary_max_tokens = {}: {} lines left \
-                     out (prose and restated figures first); every source is still listed._",
+                     out, every source kept._",
                     self.budget_tokens,
                     dropped.len()
                 ));
@@ -397,6 +402,7 @@ fn cheap_losses(
     }
     if whole(topics, titles) > budget_chars {
         terse::shorten_findings(topics);
+        terse::drop_factless(topics, dropped);
     }
     titles
 }
@@ -549,6 +555,15 @@ mod tests {
         assert!(text.contains("- Constraint: Please exclude pre-2015 studies from the review."));
         assert!(text.contains("- Decision: Decision: we will use a random-effects model."));
         assert!(text.contains("_Condensed to stay within summarizer_summary_max_tokens = 600"));
+        // The note names the key and the count, nothing the summary's own lines say.
+        let note = text
+            .lines()
+            .find(|l| l.starts_with(NOTE_PREFIX))
+            .unwrap_or_default();
+        assert!(
+            note.ends_with("lines left out, every source kept._"),
+            "{note}"
+        );
         let sources: Vec<String> = turns
             .iter()
             .flat_map(|t| {

@@ -12,12 +12,12 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::correct::without_pointer;
-use super::{EVIDENCE, LINE, QUESTION_PREFIX, Rank, Topic};
+use super::{EVIDENCE, LINE, Line, QUESTION_PREFIX, Rank, Topic};
 use crate::findings::facts;
 use crate::text::cut;
 
-/// Longest question heading once the budget bites, in characters.
-pub(super) const SHORT_QUESTION_CHARS: usize = 36;
+/// Longest question heading once the budget bites, in characters (its pointer and `…` aside).
+pub(super) const SHORT_QUESTION_CHARS: usize = 24;
 /// Where clauses left out were.
 const GAP: &str = " … ";
 
@@ -28,15 +28,15 @@ pub(super) static QUALIFIES: LazyLock<Regex> = LazyLock::new(|| {
         .expect("the pattern is valid")
 });
 
-/// Cuts each question heading to [`SHORT_QUESTION_CHARS`] (its turn pointer kept). Returns
-/// the characters saved.
+/// Cuts each question heading to its first words within [`SHORT_QUESTION_CHARS`] (its turn
+/// pointer kept; [`short_question`]). Returns the characters saved.
 pub(super) fn shorten_headings(topics: &mut [Topic]) -> usize {
     let mut saved = 0;
     for topic in topics.iter_mut() {
         let Some(question) = without_pointer(&topic.heading).strip_prefix(QUESTION_PREFIX) else {
             continue;
         };
-        let short = cut(question, SHORT_QUESTION_CHARS);
+        let short = short_question(question);
         if short.len() < question.len() {
             let pointer = &topic.heading[QUESTION_PREFIX.len() + question.len()..];
             let heading = format!("{QUESTION_PREFIX}{short}{pointer}");
@@ -45,6 +45,27 @@ pub(super) fn shorten_headings(topics: &mut [Topic]) -> usize {
         }
     }
     saved
+}
+
+/// The question's first whole words that fit in [`SHORT_QUESTION_CHARS`], then `…`: a heading
+/// only points at its turn, so a cut word buys nothing. A question that fits is left as it is
+/// (a heading cut once is not cut again); a first word longer than the limit is cut inside.
+pub(super) fn short_question(question: &str) -> String {
+    if question.chars().count() <= SHORT_QUESTION_CHARS + 1 {
+        return question.to_owned();
+    }
+    let mut end = 0;
+    for (i, _) in question.match_indices(' ') {
+        if question[..i].chars().count() > SHORT_QUESTION_CHARS {
+            break;
+        }
+        end = i;
+    }
+    if end == 0 {
+        return cut(question, SHORT_QUESTION_CHARS);
+    }
+    let words = question[..end].trim_end_matches(|c: char| !c.is_alphanumeric());
+    format!("{words}…")
 }
 
 /// Replaces every finding line by its terse form ([`terse`]), one statement per finding: a
@@ -77,6 +98,20 @@ pub(super) fn shorten_findings(topics: &mut [Topic]) -> usize {
         }
     }
     saved
+}
+
+/// Drops the finding lines the terse forms left without a fact of their own (every fact they
+/// stated, lines before them state; [`shorten_findings`]), unless they qualify: a
+/// subject and `…` alone tell the reader nothing.
+pub(super) fn drop_factless(topics: &mut [Topic], dropped: &mut Vec<Line>) {
+    for topic in topics.iter_mut() {
+        let (gone, kept): (Vec<Line>, Vec<Line>) =
+            std::mem::take(&mut topic.lines).into_iter().partition(|l| {
+                l.rank != Rank::Pinned && l.facts.is_empty() && !QUALIFIES.is_match(&l.text)
+            });
+        topic.lines = kept;
+        dropped.extend(gone);
+    }
 }
 
 /// The clauses of `body` at the top level (outside parentheses and brackets), each with the
@@ -210,9 +245,77 @@ mod tests {
             "{}",
             topics[0].heading
         );
-        assert_eq!(
-            topics[0].heading.chars().count(),
-            QUESTION_PREFIX.len() + SHORT_QUESTION_CHARS + " (turn 7)".len()
+        assert!(
+            topics[0].heading.chars().count()
+                <= QUESTION_PREFIX.len() + SHORT_QUESTION_CHARS + "… (turn 7)".len()
         );
+    }
+
+    #[test]
+    fn a_short_heading_keeps_whole_words_and_is_cut_once() {
+        let question = "Could you compare the moth counts across both valleys for me?";
+        let short = short_question(question);
+        assert_eq!(short, "Could you compare the…");
+        assert_eq!(
+            short_question(&short),
+            short,
+            "a cut heading is not cut again"
+        );
+        assert_eq!(short_question("Why so few moths?"), "Why so few moths?");
+        assert_eq!(
+            short_question("Supercalifragilisticexpialidocious moths"),
+            cut(
+                "Supercalifragilisticexpialidocious moths",
+                SHORT_QUESTION_CHARS
+            )
+        );
+    }
+
+    /// A finding the terse forms leave with only its subject (every value a line before it
+    /// states) goes once the budget bites; a qualifying one and a pinned one stay.
+    #[test]
+    fn a_line_the_terse_form_leaves_factless_goes() {
+        let topic = |heading: &str, lines: Vec<Line>| Topic {
+            heading: heading.to_owned(),
+            lines,
+        };
+        let mut topics = vec![
+            topic(
+                "### Q: Beetles? (turn 1)",
+                vec![Line::finding(
+                    "- Plots held 35 beetles per trap (Ruiz 2021).".into(),
+                )],
+            ),
+            topic(
+                "### Q: Tabulate? (turn 2)",
+                vec![
+                    Line::finding("- Beetle count: about 35 beetles per trap".into()),
+                    Line::finding(
+                        "- Trap yield: about 35 beetles per trap, but not in frost".into(),
+                    ),
+                    Line::finding(
+                        "- Nets: about 35 beetles per trap, and 12.5 moths per trap".into(),
+                    ),
+                ],
+            ),
+        ];
+        shorten_findings(&mut topics);
+        let mut dropped = Vec::new();
+        drop_factless(&mut topics, &mut dropped);
+        let texts: Vec<&str> = topics
+            .iter()
+            .flat_map(|t| &t.lines)
+            .map(|l| l.text.as_str())
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "- Plots held 35 beetles per trap (Ruiz 2021).",
+                "- Trap yield … but not in frost",
+                "- Nets … and 12.5 moths per trap",
+            ]
+        );
+        assert_eq!(dropped.len(), 1);
+        assert_eq!(dropped[0].text, "- Beetle count…");
     }
 }
