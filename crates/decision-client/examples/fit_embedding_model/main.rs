@@ -209,12 +209,44 @@ fn report(label: &str, folds: &[Fold]) {
             }
         );
     }
-    if let Some(m) = metrics(&pooled(folds), TAU) {
+    let all = pooled(folds);
+    if let Some(m) = metrics(&all, TAU) {
         println!(
             "all sessions: n={} recall={:.3} specificity={:.3} auc={:.3} ece={:.3}",
             m.n, m.recall_at_tau, m.specificity_at_tau, m.auc, m.ece
         );
+        println!("{}", operating_points(&all));
     }
+}
+
+/// Where the pooled ranking could operate if the threshold moved (a diagnosis, never a
+/// choice: τ is the spec's): the best specificity with recall ≥ 0.90, and the threshold
+/// where the smaller of recall and specificity is largest.
+fn operating_points(pairs: &[(f64, bool)]) -> String {
+    let positives = pairs.iter().filter(|(_, y)| *y).count().max(1) as f64;
+    let negatives = pairs.iter().filter(|(_, y)| !*y).count().max(1) as f64;
+    let at = |t: f64| {
+        let tp = pairs.iter().filter(|(p, y)| *y && *p >= t).count() as f64;
+        let tn = pairs.iter().filter(|(p, y)| !*y && *p < t).count() as f64;
+        (tp / positives, tn / negatives)
+    };
+    let mut best_spec = (0.0, 0.0);
+    let mut best_min = (0.0, 0.0, 0.0, 0.0);
+    for (t, _) in pairs {
+        let (recall, spec) = at(*t);
+        if recall >= 0.90 && spec > best_spec.0 {
+            best_spec = (spec, *t);
+        }
+        if recall.min(spec) > best_min.0 {
+            best_min = (recall.min(spec), *t, recall, spec);
+        }
+    }
+    format!(
+        "operating points (diagnosis): best specificity at recall >= 0.90 is {:.3} (threshold \
+         {:.3}); max min(recall, specificity) {:.3} at threshold {:.3} (recall {:.3}, \
+         specificity {:.3})",
+        best_spec.0, best_spec.1, best_min.0, best_min.1, best_min.2, best_min.3
+    )
 }
 
 /// `--search`: the grid of session weight and L2, judged only on the tuning sessions'
